@@ -1,0 +1,24 @@
+"""What the trainer needs from a task: rows for training and for the held-out split.
+
+A row is a dict with at least `prompt` (the text the policy continues) plus whatever fields the reward
+reads (`answer` for math, `tests` for unit tests, ...). Rewards are plain callables over completions and rows,
+as in TRL, so a new task is a new row source, not a new code path.
+"""
+
+from __future__ import annotations
+
+
+class Task:
+    train: list[dict]
+    val: list[dict]
+    max_new_tokens: int
+
+    def warm_start_examples(self, count: int, seed: int) -> list[tuple[str, str]]:
+        """(prompt, completion) pairs for the supervised warm start; tasks without a teacher raise."""
+        raise TypeError(
+            f"{type(self).__name__} has no warm-start corpus: set model.warm_start=null or use a task that has one"
+        )
+
+    def fingerprint(self) -> dict:
+        """What identifies this task's warm-start corpus (part of the warm-start cache key)."""
+        return {"task": type(self).__name__}

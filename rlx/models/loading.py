@@ -1,0 +1,68 @@
+"""Load a causal LM and its tokenizer from a local directory: the one path every model goes through.
+
+The embedded tiny model is first written to a directory (see `tiny.py`) and then loaded here exactly like
+a user's own model, so `model=hf model.name_or_path=<dir>` exercises the same code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+
+
+class ModelError(ValueError):
+    pass
+
+
+@dataclass
+class LoadedModel:
+    policy: PreTrainedModel
+    tokenizer: PreTrainedTokenizerBase
+    path: Path
+
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
+
+
+def load_local(path: str | Path, dtype: str = "float32") -> LoadedModel:
+    """Load `AutoModelForCausalLM` + `AutoTokenizer` from `path`; no network is ever touched."""
+    path = Path(path).expanduser()
+    if not (path / "config.json").is_file():
+        raise ModelError(
+            f"model.name_or_path={path} is not a model directory (no config.json). Point it at a directory "
+            "written by save_pretrained, e.g. a run's outputs/.../policy"
+        )
+    if not any((path / name).is_file() for name in TOKENIZER_FILES):
+        raise ModelError(
+            f"model.name_or_path={path} has no tokenizer (none of {list(TOKENIZER_FILES)}). Save one next to "
+            "the weights with tokenizer.save_pretrained(path)"
+        )
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    tokenizer.padding_side = "left"  # completions must all start at the same column
+    if tokenizer.pad_token_id is None:
+        if tokenizer.eos_token_id is None:
+            raise ModelError(f"the tokenizer in {path} has neither a pad nor an eos token; add one")
+        tokenizer.pad_token = tokenizer.eos_token
+    if tokenizer.eos_token_id is None:
+        raise ModelError(f"the tokenizer in {path} has no eos token: completions could never end")
+    try:
+        torch_dtype = getattr(torch, dtype)
+    except AttributeError:
+        raise ModelError(f"model.dtype={dtype!r} is not a torch dtype (use float32, bfloat16 or float16)") from None
+    policy = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype, local_files_only=True)
+    policy.generation_config.pad_token_id = tokenizer.pad_token_id
+    return LoadedModel(policy=policy, tokenizer=tokenizer, path=path)
+
+
+class LocalModel:
+    """`model=hf`: any local `AutoModelForCausalLM` directory (a GPU user's real model)."""
+
+    def __init__(self, name_or_path: str, dtype: str) -> None:
+        self.name_or_path = name_or_path
+        self.dtype = dtype
+
+    def __call__(self, task) -> LoadedModel:  # the task is not needed: the model is already trained
+        return load_local(self.name_or_path, self.dtype)
