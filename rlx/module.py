@@ -113,7 +113,7 @@ class RLModule(LightningModule):
         mask = batch.response_mask.float()  # [N, T]
         last = (batch.response_mask.sum(-1) - 1).clamp(min=0)  # [N] index of each completion's last token
         token_rewards = torch.zeros_like(mask)  # [N, T]
-        token_rewards[torch.arange(len(last)), last] = batch.rewards * batch.valid
+        token_rewards[torch.arange(len(last), device=last.device), last] = batch.rewards * batch.valid
         if algo.uses_reference and algo.kl_in_reward:
             token_rewards -= algo.beta * algo.kl(batch.old_logp, batch.ref_logp) * mask  # [N, T]
         batch.token_rewards = token_rewards
@@ -177,7 +177,7 @@ class RLModule(LightningModule):
         mask = batch.response_mask.float()
         adv = batch.advantages[batch.response_mask.bool() & valid[:, None]]  # every scored response token
         if adv.numel() == 0:
-            adv = torch.zeros(1)
+            adv = torch.zeros(1, device=batch.rewards.device)
         n = max(1, len(batch.statuses))
         metrics = {
             "reward/mean": batch.rewards[valid].mean() if valid.any() else torch.tensor(0.0),
