@@ -91,6 +91,7 @@ class RLModule(LightningModule):
 
     # ---------------------------------------------------------------- one RL step
     def training_step(self, step, batch_idx):
+        step = self.global_step  # the RL step being taken (global_step advances inside update)
         self.policy.eval()  # sampling and log-probs without dropout, so ratios start at exactly 1
         batch, stats = collect(self.policy, self.tokenizer, self.reward, self.sampler, self.task.train,
                                self.algo.prompts_per_step, self.algo.group_size, self.task.max_new_tokens,
@@ -98,7 +99,7 @@ class RLModule(LightningModule):
         self.prepare(batch)
         losses = self.update(batch)
         self.log_step(batch, stats, losses)
-        self.write_samples(batch)
+        self.write_samples(batch, step)
 
     @torch.no_grad()
     def prepare(self, batch: RolloutBatch) -> None:
@@ -202,8 +203,7 @@ class RLModule(LightningModule):
         self.log_dict({k: v for k, v in metrics.items() if k in shown}, on_step=True, prog_bar=True,
                       batch_size=1)
 
-    def write_samples(self, batch: RolloutBatch) -> None:
-        step = self.global_step
+    def write_samples(self, batch: RolloutBatch, step: int) -> None:
         if self.samples_path is None or step % self.samples_every:
             return
         rows = self.task.train
