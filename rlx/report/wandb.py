@@ -38,18 +38,39 @@ def has_api_key() -> bool:
     """A W&B key is configured without asking the network: env var, identity token, or ~/.netrc entry."""
     if os.environ.get("WANDB_API_KEY") or os.environ.get("WANDB_IDENTITY_TOKEN_FILE"):
         return True
-    host = urlparse(os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")).hostname or "api.wandb.ai"
     try:
-        return netrc.netrc(os.environ.get("NETRC")).authenticators(host) is not None
+        return netrc.netrc(os.environ.get("NETRC")).authenticators(api_host()[0]) is not None
     except (OSError, netrc.NetrcParseError):
         return False
 
 
+def api_host() -> tuple[str, int]:
+    url = urlparse(os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai"))
+    return url.hostname or "api.wandb.ai", url.port or (80 if url.scheme == "http" else 443)
+
+
+def reachable(timeout: float = 3.0) -> bool:
+    """The W&B server accepts a TCP connection (a key without a network must not stall a run in wandb.init)."""
+    import socket
+
+    try:
+        with socket.create_connection(api_host(), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
 def resolve_mode(mode: str) -> str:
+    """`auto` → online with a key and a reachable server, else offline. WANDB_MODE, when set, wins."""
     if os.environ.get("WANDB_MODE"):
         return os.environ["WANDB_MODE"]
     if mode == "auto":
-        return "online" if has_api_key() else "offline"
+        if not has_api_key():
+            return "offline"
+        if not reachable():
+            log.warning("W&B: an API key is set but %s:%d is unreachable: logging offline", *api_host())
+            return "offline"
+        return "online"
     return mode
 
 
@@ -165,9 +186,10 @@ def build_report(name: str, project: str, entity: str | None, keys: list[str], c
                      blocks=blocks, **kwargs)
 
 
-def report_sweep(sweep_dir: str | Path, runs: list | None = None) -> str | None:
+def report_sweep(sweep_dir: str | Path, runs: list | None = None, force_online: bool = False) -> str | None:
     """Creates the W&B Report for a sweep whose runs went to W&B. Returns one line saying what happened
-    (None when no run used W&B). Never raises: the local report is the one that must exist."""
+    (None when no run used W&B). Never raises: the local report is the one that must exist.
+    `force_online`: try even when the runs were logged offline (they have been `wandb sync`ed since)."""
     from omegaconf import OmegaConf
 
     from rlx.report.runs import differing_keys, load_sweep, sweep_name
@@ -179,9 +201,13 @@ def report_sweep(sweep_dir: str | Path, runs: list | None = None) -> str | None:
     if not wandb_dirs:
         return None
     name = info.get("name") or sweep_name(sweep_dir)
-    if all(d.name.startswith("offline-run-") for d in wandb_dirs):
+    if not force_online and all(d.name.startswith("offline-run-") for d in wandb_dirs):
         return (f"W&B report not created: the runs were logged offline (no API key). Upload them with "
                 f"`wandb sync {sweep_dir}/*/wandb/offline-run-*`, then `python -m rlx.report --wandb {sweep_dir}`.")
+    if not has_api_key():
+        return f"W&B report not created: no API key (set WANDB_API_KEY or `wandb login`; the runs are in W&B group {name!r})."
+    if not reachable():
+        return f"W&B report not created: {api_host()[0]} is unreachable; rerun `python -m rlx.report --wandb {sweep_dir}` later."
     try:
         import wandb_workspaces  # noqa: F401
     except ImportError:
