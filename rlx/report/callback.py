@@ -10,8 +10,10 @@ Failure handling — a sweep with a crashed job still gets its report:
   (the command still exits non-zero, as a failed sweep should). A job killed outright (OOM, SIGKILL) stays
   "running" in the report; `python -m rlx.report <sweep_dir>` rebuilds it at any time.
 
-This module is imported by Hydra's plugin scan: it imports only the standard library and Hydra; the report
-itself lives in `rlx.report` and is imported when a sweep ends.
+A Hydra callback is not a discovered plugin: conf/hydra/callbacks/sweep_report.yaml names this class by
+`_target_` and conf/config.yaml selects it, so it lives with the report code and works in every install mode.
+It is built in every Hydra process (and in each joblib/submitit worker): it imports only the standard
+library and Hydra at module level; matplotlib and wandb are imported when a sweep ends.
 """
 
 from __future__ import annotations
