@@ -9,9 +9,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from rlx.checks import ConfigError
-from rlx.data.jsonl import DataError
-from rlx.models.loading import ModelError
+from rlx.errors import RlxError
 
 log = logging.getLogger("rlx")
 
@@ -22,7 +20,7 @@ def main(cfg: DictConfig) -> float | None:
 
     try:
         summary = train(cfg)
-    except (ConfigError, DataError, ModelError) as err:
+    except RlxError as err:
         log.error("%s", err)
         if HydraConfig.get().mode == RunMode.MULTIRUN:
             raise  # Hydra marks this job FAILED, runs the rest of the sweep, and the sweep report shows it
