@@ -17,7 +17,7 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from sweep_helpers import REPO
+from tests.sweeps.sweep_helpers import REPO
 
 pytestmark = pytest.mark.slow
 

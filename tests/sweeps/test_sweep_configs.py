@@ -14,7 +14,7 @@ from hydra.errors import ConfigCompositionException
 from hydra.plugins.search_path_plugin import SearchPathPlugin
 from hydra.utils import get_class, instantiate
 from omegaconf import OmegaConf
-from sweep_helpers import REPO, offline_env
+from tests.sweeps.sweep_helpers import REPO, offline_env
 
 SWEEPS = sorted(p.stem for p in (REPO / "sweeps").glob("*.yaml"))
 

@@ -10,8 +10,8 @@ import matplotlib.image
 import numpy as np
 import pytest
 from omegaconf import OmegaConf
-from sweep_helpers import TINY, md_table, run_rlx
-from wandb_offline import read_run
+from tests.sweeps.sweep_helpers import TINY, md_table, run_rlx
+from tests.sweeps.wandb_offline import read_run
 
 pytestmark = pytest.mark.slow
 

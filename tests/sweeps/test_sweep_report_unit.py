@@ -8,7 +8,7 @@ import json
 import pytest
 from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import OmegaConf
-from sweep_helpers import md_table
+from tests.sweeps.sweep_helpers import md_table
 
 from rlx.report import write_report
 from rlx.report.callback import SweepReport, swept_keys
