@@ -135,7 +135,7 @@ def plot_curves(sweep_dir: Path, runs: list[Run], keys: list[str]) -> list[str]:
             style = "--" if run.status == "failed" else "-"
             label = run_label(run, keys)
             if len(values) >= 20:  # raw curve faint, moving average on top
-                k = max(2, len(values) // 20)
+                k = max(2, len(values) // 10)
                 smooth = [sum(values[max(0, j - k + 1): j + 1]) / len(values[max(0, j - k + 1): j + 1])
                           for j in range(len(values))]
                 ax.plot(steps, values, style, color=color, alpha=0.25, linewidth=0.8)
