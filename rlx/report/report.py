@@ -30,9 +30,18 @@ def _fmt(x: float | None, digits: int = 3, signed: bool = False) -> str:
     return f"{x:+.{digits}f}" if signed else f"{x:.{digits}f}"
 
 
+def short(value: str) -> str:
+    """An override value for display: long floats (Optuna's samples) to 4 significant digits."""
+    try:
+        x = float(value)
+    except ValueError:
+        return value
+    return f"{x:.4g}" if len(value) > 8 and not value.isdigit() else value
+
+
 def run_label(run: Run, keys: list[str]) -> str:
     m = run.override_map
-    label = " ".join(f"{k}={m[k]}" for k in keys if k in m) or f"run {run.job_dir.name}"
+    label = " ".join(f"{k}={short(m[k])}" for k in keys if k in m) or f"run {run.job_dir.name}"
     return label + (" (failed)" if run.status == "failed" else "")
 
 
@@ -85,7 +94,7 @@ def markdown(name: str, info: dict, runs: list[Run], keys: list[str], pngs: list
             after = f"**{after}**"
         status = r["status"] if r["status"] != "failed" else "**FAILED**"
         wall = "—" if r["wall_s"] is None else f"{r['wall_s']:.0f}"
-        cells = [f"[{r['run']}]({r['run']}/)", *[f"{r[k]}" for k in keys], status, _fmt(r["reward"]),
+        cells = [f"[{r['run']}]({r['run']}/)", *[short(str(r[k])) for k in keys], status, _fmt(r["reward"]),
                  _fmt(r["acc_before"]), after, _fmt(r["acc_delta"], signed=True), _fmt(r["kl"], 4),
                  _fmt(r["length"], 1), "—" if r["steps"] is None else str(r["steps"]), wall]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")

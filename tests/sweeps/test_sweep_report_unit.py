@@ -121,3 +121,10 @@ def test_wandb_report_builds_offline_grouped_by_the_swept_keys():
     assert runset.groupby == ["config.algo.beta", "config.choices.algo"]
     assert "eps/2026" in str(runset.filters)
     assert [p.y for p in grid.panels][:3] == [["reward/mean"], ["loss/kl"], ["rollout/length_mean"]]
+
+
+def test_long_float_overrides_are_shortened_for_display_only():
+    from rlx.report.report import short
+
+    assert short("0.18720337598183118") == "0.1872"  # an Optuna sample
+    assert [short(v) for v in ("0.04", "1e-4", "grpo", "12345678901")] == ["0.04", "1e-4", "grpo", "12345678901"]
