@@ -2,9 +2,9 @@
 the compat editable install that CI and the README use, and setuptools' default (strict) editable install
 (which hides namespace plugins from Hydra in some layouts: hydra issues 2359, 3252).
 
-Each case installs a copy of the package into a throwaway venv (no network: --no-deps, no build isolation;
-the venv sees this interpreter's site-packages for hydra & co. through a path file) and asks Hydra from a
-directory outside the repo, with no PYTHONPATH.
+Each case installs a copy of the package into a throwaway venv (--no-deps; no build isolation where this
+environment can build rlx itself, so no network) that sees this interpreter's site-packages for hydra & co.
+through a path file, and asks Hydra from a directory outside the repo, with no PYTHONPATH.
 """
 
 from __future__ import annotations
@@ -30,6 +30,20 @@ for p in Plugins.instance().discover(SearchPathPlugin):
 """
 
 
+def builds_without_index() -> bool:
+    """This environment can build rlx itself (setuptools >= 64 for PEP 660, and bdist_wheel: built into
+    setuptools >= 70.1 or from `wheel`). If not (a fresh 3.11 venv ships setuptools 65), pip builds in
+    isolation, fetching them from the package index as the CI install just did."""
+    from importlib.metadata import PackageNotFoundError, version
+    from importlib.util import find_spec
+
+    try:
+        major, minor = (int(x) for x in version("setuptools").split(".")[:2])
+    except (PackageNotFoundError, ValueError):
+        return False
+    return (major, minor) >= (64, 0) and ((major, minor) >= (70, 1) or find_spec("wheel") is not None)
+
+
 def install(tmp_path: Path, mode: str) -> tuple[Path, Path]:
     src = tmp_path / "src"
     src.mkdir()
@@ -46,7 +60,8 @@ def install(tmp_path: Path, mode: str) -> tuple[Path, Path]:
     (site / "_host_site.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     args = ["."] if mode == "wheel" else ["-e", ".", "--config-settings", f"editable_mode={mode}"]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+    isolation = ["--no-build-isolation"] if builds_without_index() else []
+    done = subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", *isolation,
                            "--disable-pip-version-check", *args], cwd=src, env=env, text=True,
                           capture_output=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
