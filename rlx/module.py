@@ -175,7 +175,9 @@ class RLModule(LightningModule):
     def log_step(self, batch: RolloutBatch, stats, losses: dict[str, float]) -> None:
         valid = batch.valid
         mask = batch.response_mask.float()
-        adv = batch.advantages[:, 0][valid] if valid.any() else batch.advantages[:, 0]
+        adv = batch.advantages[batch.response_mask.bool() & valid[:, None]]  # every scored response token
+        if adv.numel() == 0:
+            adv = torch.zeros(1)
         n = max(1, len(batch.statuses))
         metrics = {
             "reward/mean": batch.rewards[valid].mean() if valid.any() else torch.tensor(0.0),
