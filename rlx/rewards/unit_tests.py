@@ -21,6 +21,9 @@ from rlx.rewards.sandbox.values import encode, matches
 from rlx.rewards.verdicts import run_status
 
 HARNESS = "rlx.rewards.unit_tests_harness:run"
+STDLIB_PRELOAD = ["abc", "array", "bisect", "collections", "copy", "dataclasses", "datetime", "decimal", "encodings.idna", "enum",
+                  "fractions", "functools", "glob", "hashlib", "heapq", "itertools", "json", "math", "operator",
+                  "random", "re", "socket", "statistics", "string", "textwrap", "typing", "unicodedata"]
 FENCE = re.compile(r"```(?:python|py)?\n(.*?)```", re.DOTALL)
 
 
@@ -80,12 +83,15 @@ def decide(result: dict, expected: list, scoring: str) -> Verdict:
 class UnitTestsReward:
     required_fields = ("tests",)
 
-    def __init__(self, workers: int, scoring: str, limits: dict, hide: list[str], base_uid: int) -> None:
+    def __init__(self, workers: int, scoring: str, limits: dict, hide: list[str], base_uid: int,
+                 preload: list[str]) -> None:
+        """preload: stdlib modules imported once in the sandbox server; candidates can always use those
+        even where the interpreter's own files are unreadable to the sandbox uid (e.g. a root-only pyenv)."""
         if scoring not in ("fraction", "all"):
             raise ValueError(f"reward.scoring must be 'fraction' or 'all' (got {scoring!r})")
         self.scoring = scoring
         self.limits = Limits(**limits)
-        self.pool = SandboxPool(workers, preload=("rlx.rewards.unit_tests_harness",), env={}, hide=tuple(hide),
+        self.pool = SandboxPool(workers, preload=("rlx.rewards.unit_tests_harness", *preload), env={}, hide=tuple(hide),
                                 base_uid=base_uid)
 
     def __call__(self, completions: list[str], rows: list[dict]) -> list[Verdict]:
@@ -99,7 +105,7 @@ class UnitTestsReward:
             except (SyntaxError, ValueError) as err:
                 verdicts[index] = Verdict(0.0, Status.FORMAT, {"pass_frac": 0.0}, {"reason": f"does not parse: {err}"})
                 continue
-            jobs.append((HARNESS, {"code": code, "calls": [call for call, _ in tests]}, self.limits))
+            jobs.append((HARNESS, {"code": code, "calls": [call for call, _ in tests], "guard": True}, self.limits))
             slots.append(index)
             expectations.append([encode(value) for _, value in tests])
         for index, result, expected in zip(slots, self.pool.run(jobs), expectations):

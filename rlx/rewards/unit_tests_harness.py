@@ -22,7 +22,8 @@ def _name(error: BaseException) -> str:
 
 
 def run(payload: dict, emit: Callable[[dict], None]) -> None:
-    install_guard(emit, allow_processes=False, allow_ctypes=False)
+    if payload["guard"]:  # off only in tests that show the OS layers contain a candidate on their own
+        install_guard(emit, allow_processes=False, allow_ctypes=False)
     namespace: dict = {"__name__": "__candidate__"}
     try:
         exec(compile(payload["code"], "<candidate>", "exec"), namespace)
