@@ -7,6 +7,7 @@ An optional `warm_start_file` holds rows with `prompt` and `completion` for a su
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -17,7 +18,8 @@ class DataError(ValueError):
     pass
 
 
-def read_rows(path: str | Path, required_fields: list[str]) -> list[dict]:
+def read_rows(path: str | Path, required_fields: list[str]) -> list[tuple[int, dict]]:
+    """(line number, row) for each non-blank line; raises DataError naming the file and line."""
     path = Path(path).expanduser()
     if not path.is_file():
         raise DataError(f"data file not found: {path} (set data.train_file / data.val_file to existing .jsonl files)")
@@ -38,32 +40,37 @@ def read_rows(path: str | Path, required_fields: list[str]) -> list[dict]:
                     f"{path}:{line_no}: row is missing field(s) {missing}; every row needs {required_fields} "
                     f"(fields present: {sorted(row)})"
                 )
-            rows.append(row)
+            rows.append((line_no, row))
     if not rows:
         raise DataError(f"{path}: no rows")
     return rows
 
 
 class JsonlTask(Task):
-    def __init__(
-        self,
-        train_file: str,
-        val_file: str,
-        required_fields: list[str],
-        max_new_tokens: int,
-        warm_start_file: str | None = None,
-    ) -> None:
-        fields = ["prompt", *[f for f in required_fields if f != "prompt"]]
-        self.train = read_rows(train_file, fields)
-        self.val = read_rows(val_file, fields)
+    def __init__(self, train_file: str, val_file: str, max_new_tokens: int, warm_start_file: str | None) -> None:
+        self.files = {"train": Path(train_file).expanduser(), "val": Path(val_file).expanduser()}
+        self.lines = {split: read_rows(path, ["prompt"]) for split, path in self.files.items()}
+        self.train = [row for _, row in self.lines["train"]]
+        self.val = [row for _, row in self.lines["val"]]
         self.max_new_tokens = max_new_tokens
         self.warm_start_file = warm_start_file
+
+    def check_fields(self, fields: tuple[str, ...]) -> None:
+        for split, numbered in self.lines.items():
+            for line_no, row in numbered:
+                missing = [f for f in fields if f not in row]
+                if missing:
+                    raise DataError(f"{self.files[split]}:{line_no}: row is missing field(s) {missing} that the "
+                                    f"reward needs (fields present: {sorted(row)})")
 
     def warm_start_examples(self, count: int, seed: int) -> list[tuple[str, str]]:
         if self.warm_start_file is None:
             return super().warm_start_examples(count, seed)
-        rows = read_rows(self.warm_start_file, ["prompt", "completion"])
+        rows = [row for _, row in read_rows(self.warm_start_file, ["prompt", "completion"])]
         return [(row["prompt"], row["completion"]) for row in (rows * (count // len(rows) + 1))[:count]]
 
     def fingerprint(self) -> dict:
-        return {"task": "jsonl", "warm_start_file": str(self.warm_start_file)}
+        digest = None
+        if self.warm_start_file is not None:
+            digest = hashlib.sha256(Path(self.warm_start_file).expanduser().read_bytes()).hexdigest()
+        return {"task": "jsonl", "warm_start_sha256": digest}

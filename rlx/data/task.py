@@ -13,6 +13,15 @@ class Task:
     val: list[dict]
     max_new_tokens: int
 
+    def check_fields(self, fields: tuple[str, ...]) -> None:
+        """Every row of both splits must carry `prompt` and the reward's `fields`."""
+        for split, rows in (("train", self.train), ("val", self.val)):
+            for i, row in enumerate(rows):
+                missing = [f for f in ("prompt", *fields) if f not in row]
+                if missing:
+                    raise ValueError(f"{type(self).__name__} {split} row {i} lacks field(s) {missing} that the "
+                                     f"reward needs; rows have {sorted(row)}")
+
     def warm_start_examples(self, count: int, seed: int) -> list[tuple[str, str]]:
         """(prompt, completion) pairs for the supervised warm start; tasks without a teacher raise."""
         raise TypeError(

@@ -30,10 +30,11 @@ class WarmStartConfig:
 def encode_examples(tokenizer, examples: list[tuple[str, str]]) -> tuple[Tensor, Tensor, Tensor]:
     """Right-padded `prompt + completion + eos`: ids [N, L], attention mask [N, L], labels [N, L]
     (-100 outside the completion, so only the answer is imitated)."""
+    prompts = tokenizer([p for p, _ in examples], add_special_tokens=False)["input_ids"]
+    completions = tokenizer([c for _, c in examples], add_special_tokens=False)["input_ids"]
     ids, labels = [], []
-    for prompt, completion in examples:
-        p = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-        c = tokenizer(completion, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+    for p, c in zip(prompts, completions):
+        c = c + [tokenizer.eos_token_id]
         ids.append(p + c)
         labels.append([-100] * len(p) + c)
     width = max(len(x) for x in ids)

@@ -1,0 +1,36 @@
+"""python -m rlx [group=option ...] [key=value ...]   (add -m for a sweep)"""
+
+from __future__ import annotations
+
+import logging
+
+import hydra
+from omegaconf import DictConfig
+
+from rlx.checks import ConfigError
+from rlx.data.jsonl import DataError
+from rlx.models.loading import ModelError
+
+log = logging.getLogger("rlx")
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+def main(cfg: DictConfig) -> float | None:
+    from rlx.train import train  # heavy imports after Hydra has parsed the command line
+
+    try:
+        summary = train(cfg)
+    except (ConfigError, DataError, ModelError) as err:
+        log.error("%s", err)
+        raise SystemExit(f"rlx: {err}") from None
+    before, after = summary["before"] or {}, summary["after"]
+    print(f"\nheld-out accuracy: {before.get('val/accuracy', float('nan')):.3f} -> {after['val/accuracy']:.3f} "
+          f"in {summary['wall_s']:.0f} s ({summary['steps']} RL steps)")
+    print(f"run directory:  {summary['run_dir']}")
+    print(f"  summary.json  metrics: {summary['metrics_csv']}  samples: {summary['samples']}")
+    print(f"  policy (save_pretrained): {summary['policy_dir']}  resume: ckpt_path={summary['checkpoint']}")
+    return after["val/accuracy"]
+
+
+if __name__ == "__main__":
+    main()

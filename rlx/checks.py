@@ -1,0 +1,42 @@
+"""Start-up checks: an incompatible or impossible configuration fails before any model is loaded, with a
+message naming the key, the bad value and the fix. The checks read what each component declares about
+itself (`min_group_size`, `needs_critic`, `uses_old_logp`), never algorithm names."""
+
+from __future__ import annotations
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def check_algorithm(algo, advantage, has_critic: bool) -> None:
+    if algo.group_size < 1 or algo.prompts_per_step < 1:
+        raise ConfigError(f"algo.group_size and algo.prompts_per_step must be >= 1 "
+                          f"(got {algo.group_size}, {algo.prompts_per_step})")
+    if algo.group_size < advantage.min_group_size:
+        raise ConfigError(
+            f"algo={algo.name} needs algo.group_size >= {advantage.min_group_size} (got {algo.group_size}): "
+            f"the group-relative advantage {type(advantage).__name__} has no baseline in a group of one. "
+            f"Set algo.group_size=8, or use an estimator that works with one rollout per prompt "
+            f"(algo=ppo or algo=reinforce)"
+        )
+    if getattr(advantage, "needs_critic", False) and not has_critic:
+        raise ConfigError(f"advantage={type(advantage).__name__} needs a value network, but this run has no "
+                          "critic: use algo=ppo (which adds one) or a group advantage such as advantage=group_norm")
+    if algo.update_epochs < 1 or algo.minibatches < 1:
+        raise ConfigError(f"algo.update_epochs and algo.minibatches must be >= 1 "
+                          f"(got {algo.update_epochs}, {algo.minibatches})")
+    if not getattr(algo.policy_loss, "uses_old_logp", True) and algo.update_epochs * algo.minibatches > 1:
+        raise ConfigError(
+            f"algo.policy_loss={type(algo.policy_loss).__name__} has no importance ratio, so only one update per "
+            f"batch is unbiased (got algo.update_epochs={algo.update_epochs}, algo.minibatches={algo.minibatches}). "
+            "Set both to 1, or use the clipped ratio (rlx.algos.losses.ClippedRatio)"
+        )
+    if algo.beta < 0:
+        raise ConfigError(f"algo.beta must be >= 0 (got {algo.beta}); 0 disables the KL term and the reference")
+    if algo.temperature <= 0:
+        raise ConfigError(f"algo.temperature must be > 0 (got {algo.temperature})")
+
+
+def check_task(task, reward) -> None:
+    task.check_fields(tuple(getattr(reward, "required_fields", ())))

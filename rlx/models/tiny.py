@@ -1,0 +1,115 @@
+"""model=tiny: the embedded default, a ~1M-parameter Llama built from a config (no download), warm-started
+by a short SFT on the task's teacher corpus, written to a cache directory and loaded back through
+`load_local` — the same code path as a user's own model.
+
+The cache key is a hash of everything that determines the weights (architecture, warm-start recipe and
+seed, the task's corpus fingerprint, this file's format version): a second run, or every job of a sweep
+that shares them, reuses the checkpoint instead of redoing the SFT.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from rlx.models.loading import LoadedModel, load_local
+from rlx.models.tokenizer import build_char_tokenizer
+from rlx.models.warm_start import WarmStartConfig, supervised_finetune
+from rlx.rollout.generate import generate
+
+log = logging.getLogger(__name__)
+FORMAT_VERSION = 1
+
+
+def build_tiny_llama(tokenizer, hidden_size: int, layers: int, heads: int, intermediate_size: int,
+                     max_positions: int, init_std: float, seed: int) -> LlamaForCausalLM:
+    """Llama, not Qwen2: transformers' auto tokenizer for a Qwen2 config silently drops spaces from a
+    small vocabulary (see shared/ENV.md); Llama round-trips the char tokenizer exactly."""
+    config = LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=hidden_size, num_hidden_layers=layers,
+        num_attention_heads=heads, num_key_value_heads=heads, intermediate_size=intermediate_size,
+        max_position_embeddings=max_positions, tie_word_embeddings=True, initializer_range=init_std,
+        pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    torch.manual_seed(seed)
+    return LlamaForCausalLM(config)
+
+
+def greedy_match_rate(model, tokenizer, examples: list[tuple[str, str]], max_new_tokens: int) -> float:
+    texts = generate(model, tokenizer, [p for p, _ in examples], max_new_tokens, 1.0, greedy=True)[-1]
+    return sum(t == c for t, (_, c) in zip(texts, examples)) / len(examples)
+
+
+class TinyModel:
+    """Build (or fetch from the cache) the warm-started tiny model for a task, then load it like any other."""
+
+    def __init__(self, hidden_size: int, layers: int, heads: int, intermediate_size: int, max_positions: int,
+                 init_std: float, warm_start: WarmStartConfig | None, cache_dir: str, dtype: str) -> None:
+        self.arch = dict(hidden_size=hidden_size, layers=layers, heads=heads,
+                         intermediate_size=intermediate_size, max_positions=max_positions, init_std=init_std)
+        self.warm_start = warm_start
+        self.cache_dir = Path(cache_dir).expanduser()
+        self.dtype = dtype
+
+    def cache_key(self, task) -> str:
+        ws = None if self.warm_start is None else vars(self.warm_start)
+        blob = json.dumps({"v": FORMAT_VERSION, "arch": self.arch, "warm_start": ws,
+                           "task": task.fingerprint() if ws else None}, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def __call__(self, task) -> LoadedModel:
+        target = self.cache_dir / "tiny" / self.cache_key(task)
+        if (target / "config.json").is_file():
+            log.info("warm start: reusing %s", target)
+        else:
+            self.build(task, target)
+        return load_local(target, self.dtype)
+
+    def build(self, task, target: Path) -> None:
+        tokenizer = build_char_tokenizer()
+        report: dict = {"arch": self.arch, "attempts": []}
+        model = None
+        ws = self.warm_start
+        attempts = 1 if ws is None else ws.max_attempts
+        for attempt in range(attempts):
+            # A stuck initialisation is retried with a new seed and a smaller init scale (measured to help).
+            init_std = self.arch["init_std"] * (0.8 ** attempt)
+            model = build_tiny_llama(tokenizer, **{**self.arch, "init_std": init_std},
+                                     seed=(ws.seed if ws else 0) + 1000 * attempt)
+            if ws is None:
+                break
+            start = time.perf_counter()
+            examples = task.warm_start_examples(ws.corpus_size, ws.seed)
+            losses = supervised_finetune(model, tokenizer, examples, ws, seed=ws.seed + attempt)
+            match = greedy_match_rate(model, tokenizer, examples[:256], task.max_new_tokens)
+            report["attempts"].append({"init_std": init_std, "losses": losses, "greedy_match": match,
+                                       "seconds": round(time.perf_counter() - start, 1)})
+            log.info("warm start attempt %d: final loss %.3f, greedy match with the teacher %.2f (%.0f s)",
+                     attempt + 1, losses[-1], match, time.perf_counter() - start)
+            if match >= ws.min_greedy_match:
+                break
+            log.warning("warm start looks stuck (greedy match %.2f < model.warm_start.min_greedy_match=%.2f); "
+                        "retrying with a new initialisation", match, ws.min_greedy_match)
+        else:
+            raise RuntimeError(f"warm start stuck after {attempts} attempts: {report['attempts']}. Raise "
+                               "model.warm_start.steps or lower model.warm_start.min_greedy_match")
+        # Write to a temporary sibling and rename: parallel sweep jobs never see a half-written model.
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".building-"))
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        (tmp / "warm_start.json").write_text(json.dumps(report, indent=1))
+        try:
+            os.rename(tmp, target)
+        except OSError:  # another job finished the same build first; its copy is identical in recipe
+            shutil.rmtree(tmp, ignore_errors=True)

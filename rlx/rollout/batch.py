@@ -1,0 +1,104 @@
+"""The one batch type that flows rollout → reward → advantage → loss.
+
+Completions are right-aligned after left-padded prompts, so every completion token t sits at column
+`prompt_width + t` of `input_ids`: log-probs for all of them come from one forward pass without gathers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+import torch
+from torch import Tensor
+
+
+@dataclass
+class RolloutBatch:
+    input_ids: Tensor  # [N, P + T] left-padded prompt, then the completion (padded after its eos)
+    attention_mask: Tensor  # [N, P + T]
+    response_mask: Tensor  # [N, T] 1 on completion tokens up to and including eos
+    group_index: Tensor  # [N] which prompt of this step the completion answers (0..K-1)
+    prompt_index: Tensor  # [N] the prompt's index in the training set
+    rewards: Tensor  # [N] scalar reward of each completion
+    valid: Tensor  # [N] bool, False where the scorer itself failed (INFRA): excluded everywhere
+    truncated: Tensor  # [N] bool, True where the completion hit max_new_tokens without eos
+    completions: list[str] = field(default_factory=list)
+    statuses: list[str] = field(default_factory=list)
+    components: dict[str, Tensor] = field(default_factory=dict)  # name -> [N]
+    old_logp: Tensor | None = None  # [N, T] under the sampling policy (None when it equals the first update's)
+    ref_logp: Tensor | None = None  # [N, T] under the frozen reference (None when beta = 0)
+    values: Tensor | None = None  # [N, T] critic estimates (None without a critic)
+    token_rewards: Tensor | None = None  # [N, T] reward at the last token, minus a per-token KL penalty if any
+    advantages: Tensor | None = None  # [N, T]
+    returns: Tensor | None = None  # [N, T] value targets (critic only)
+
+    @property
+    def response_width(self) -> int:
+        return self.response_mask.shape[1]
+
+    def returns_per_sequence(self) -> Tensor:
+        """Σ_t token reward: the sequence reward, less any KL penalty placed in the reward."""
+        return self.token_rewards.sum(-1)  # [N]
+
+    def select(self, rows: Tensor) -> "RolloutBatch":
+        """The sub-batch of `rows` (an index tensor) with every per-sample field sliced alike."""
+        out = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, Tensor):
+                out[f.name] = value[rows]
+            elif isinstance(value, list):
+                out[f.name] = [value[i] for i in rows.tolist()]
+            elif isinstance(value, dict):
+                out[f.name] = {k: v[rows] for k, v in value.items()}
+            else:
+                out[f.name] = value
+        return RolloutBatch(**out)
+
+    def to(self, device) -> "RolloutBatch":
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, Tensor):
+                setattr(self, f.name, value.to(device))
+        self.components = {k: v.to(device) for k, v in self.components.items()}
+        return self
+
+
+def concat(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
+    """Join batches from several generation rounds, re-padding to a common prompt and completion width."""
+    if len(batches) == 1:
+        return batches[0]
+    width_p = max(b.input_ids.shape[1] - b.response_width for b in batches)
+    width_t = max(b.response_width for b in batches)
+
+    def pad(x: Tensor, left: int, right: int, value) -> Tensor:
+        return torch.nn.functional.pad(x, (left, right), value=value)
+
+    parts = []
+    offset = 0
+    for b in batches:
+        left = width_p - (b.input_ids.shape[1] - b.response_width)
+        right = width_t - b.response_width
+        rb = RolloutBatch(
+            input_ids=pad(b.input_ids, left, right, pad_id),
+            attention_mask=pad(b.attention_mask, left, right, 0),
+            response_mask=pad(b.response_mask, 0, right, 0),
+            group_index=b.group_index + offset,
+            prompt_index=b.prompt_index, rewards=b.rewards, valid=b.valid, truncated=b.truncated,
+            completions=b.completions, statuses=b.statuses, components=b.components,
+        )
+        offset += int(b.group_index.max()) + 1 if len(b.group_index) else 0
+        parts.append(rb)
+    return RolloutBatch(
+        input_ids=torch.cat([p.input_ids for p in parts]),
+        attention_mask=torch.cat([p.attention_mask for p in parts]),
+        response_mask=torch.cat([p.response_mask for p in parts]),
+        group_index=torch.cat([p.group_index for p in parts]),
+        prompt_index=torch.cat([p.prompt_index for p in parts]),
+        rewards=torch.cat([p.rewards for p in parts]),
+        valid=torch.cat([p.valid for p in parts]),
+        truncated=torch.cat([p.truncated for p in parts]),
+        completions=[c for p in parts for c in p.completions],
+        statuses=[s for p in parts for s in p.statuses],
+        components={k: torch.cat([p.components[k] for p in parts]) for k in parts[0].components},
+    )

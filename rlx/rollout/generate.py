@@ -1,0 +1,61 @@
+"""Sampling completions with the KV cache, and reading their log-probs back without a full log-softmax."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+@torch.no_grad()
+def generate(model, tokenizer, prompts: list[str], max_new_tokens: int, temperature: float, greedy: bool):
+    """Continue each prompt once (repeat prompts to get a group). Returns
+    input_ids [N, P + T], attention_mask [N, P + T], response_mask [N, T], truncated [N], texts (up to eos).
+
+    Sampling is plain ancestral sampling at `temperature` (top-k and top-p explicitly off, whatever the
+    model's generation_config says), so the log-probs `sequence_logprobs` computes at the same temperature
+    are those of the distribution the tokens were really drawn from.
+    """
+    device = next(model.parameters()).device
+    enc = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
+    sampling = {"do_sample": False} if greedy else {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0}
+    out = model.generate(
+        **enc, max_new_tokens=max_new_tokens, eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id, use_cache=True, **sampling,
+    )  # [N, P + T']
+    width_p = enc["input_ids"].shape[1]
+    response = out[:, width_p:]  # [N, T']
+    is_eos = response == tokenizer.eos_token_id  # [N, T']
+    # a token belongs to the response if no eos came strictly before it
+    before_eos = (is_eos.long().cumsum(-1) - is_eos.long()) == 0  # [N, T']
+    response_mask = before_eos.long()  # [N, T']
+    truncated = ~is_eos.any(-1)  # [N]
+    response = torch.where(before_eos, response, torch.full_like(response, tokenizer.pad_token_id))
+    input_ids = torch.cat([enc["input_ids"], response], dim=1)  # [N, P + T']
+    attention_mask = torch.cat([enc["attention_mask"], response_mask], dim=1)  # [N, P + T']
+    texts = []
+    for row, mask in zip(response.tolist(), response_mask.tolist()):
+        tokens = [tok for tok, keep in zip(row, mask) if keep and tok != tokenizer.eos_token_id]
+        texts.append(tokenizer.decode(tokens, skip_special_tokens=False))
+    return input_ids, attention_mask, response_mask, truncated, texts
+
+
+def selective_log_softmax(logits: Tensor, targets: Tensor, chunk_rows: int = 8) -> Tensor:
+    """log softmax(logits)[targets] for logits [N, T, V], targets [N, T] → [N, T], computed a few rows at a
+    time so no full [N, T, V] log-softmax is ever materialised next to the logits."""
+    out = []
+    for start in range(0, logits.shape[0], chunk_rows):
+        block = logits[start : start + chunk_rows]  # [n, T, V]
+        picked = block.gather(-1, targets[start : start + chunk_rows, :, None]).squeeze(-1)  # [n, T]
+        out.append(picked - torch.logsumexp(block, dim=-1))  # [n, T]
+    return torch.cat(out)  # [N, T]
+
+
+def sequence_logprobs(model, input_ids: Tensor, attention_mask: Tensor, response_width: int,
+                      temperature: float) -> Tensor:
+    """log π(y_t | x, y<t) of each completion token [N, T], one forward pass, logits only for the
+    completion positions (`logits_to_keep`)."""
+    position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)  # [N, P + T] matches generate's positions
+    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                logits_to_keep=response_width + 1, use_cache=False)
+    logits = out.logits[:, :-1].float() / temperature  # [N, T, V] position t predicts completion token t
+    return selective_log_softmax(logits, input_ids[:, -response_width:])  # [N, T]
