@@ -83,7 +83,7 @@ class SandboxPool:
                  base_uid: int) -> None:
         if workers < 1:
             raise ValueError(f"reward.workers must be >= 1 (got {workers})")
-        self.hide = tuple(str(Path(p).resolve()) for p in hide)
+        self.hide = tuple(str(Path(REPO_ROOT, p).resolve()) for p in hide)  # relative: to the repo root
         self.workers = [SandboxWorker(base_uid + i, tuple(preload), dict(env)) for i in range(workers)]
         self.uids = [w.uid for w in self.workers]
 

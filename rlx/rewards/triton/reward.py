@@ -1,5 +1,6 @@
 """reward=triton: a KernelBench-format task (`source`: Model, get_inputs, get_init_inputs) and a completion
-that defines `ModelNew` launching @triton.jit kernels.
+that defines `ModelNew` launching @triton.jit kernels. An optional row field `preamble` (imports the prompt
+already showed, see data=kernels) is prepended to the completion.
 
 Checks, each with its own label in `details["checks"]`:
   parses, defines_model_new, defines_jit_kernel   static, in this process (FORMAT / VIOLATION);
@@ -141,7 +142,7 @@ class TritonReward:
 
     def __call__(self, completions: list[str], rows: list[dict]) -> list[Verdict]:
         references = self._references_for([row["source"] for row in rows])
-        codes = [extract_code(c) for c in completions]
+        codes = [row.get("preamble", "") + extract_code(c) for c, row in zip(completions, rows, strict=True)]
         checks = [static_checks(code) for code in codes]
         runnable = [i for i, c in enumerate(checks) if all(c.values())]
         results = dict(zip(runnable, self.pool.run(
