@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import os
 import resource
+import signal
 from dataclasses import dataclass
 
 CLONE_NEWNS = 0x00020000
@@ -50,6 +51,14 @@ def _check(result: int, step: str) -> None:
     if result != 0:
         errno = ctypes.get_errno()
         raise OSError(errno, f"sandbox setup failed at {step}: {os.strerror(errno)}")
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """SIGKILL this process when its parent dies (prctl PR_SET_PDEATHSIG), so a killed sandbox server takes
+    its supervisors, and a killed supervisor its namespace, down at once instead of at the wall limit."""
+    _check(_libc.prctl(1, signal.SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
+    if os.getppid() != parent_pid:  # the parent died before the prctl took effect
+        os._exit(1)
 
 
 def unshare_namespaces() -> None:

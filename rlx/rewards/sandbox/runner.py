@@ -21,7 +21,8 @@ import signal
 import time
 from typing import Callable
 
-from rlx.rewards.sandbox.isolation import Limits, apply_limits, drop_privileges, private_filesystem, unshare_namespaces
+from rlx.rewards.sandbox.isolation import (Limits, apply_limits, die_with_parent, drop_privileges, private_filesystem,
+                                          unshare_namespaces)
 
 Harness = Callable[[dict, Callable[[dict], None]], None]
 WORK_DIR = "/tmp/work"
@@ -67,6 +68,7 @@ def _init(harness: Harness, payload: dict, limits: Limits, uid: int, env: dict, 
     """G: PID 1 of the namespace; reaps orphans until the candidate exits, then exits with its status."""
     status = 255 << 8
     try:
+        die_with_parent(0)  # the supervisor is outside this PID namespace: seen from here its pid is 0
         child = os.fork()
         if child == 0:
             _candidate(harness, payload, limits, uid, env, record_fd)
@@ -165,8 +167,9 @@ def _output_tail() -> str:
 def supervisor(harness: Harness, payload: dict, limits: Limits, uid: int, env: dict, hide: tuple[str, ...],
                result_fd: int) -> None:
     """C: isolate, start G, supervise, write the result (pickle-free JSON) to `result_fd`; never returns."""
-    start = time.monotonic()
+    start, server = time.monotonic(), os.getppid()
     try:
+        die_with_parent(server)
         os.setsid()
         unshare_namespaces()
         private_filesystem(limits.disk_mb, hide)
