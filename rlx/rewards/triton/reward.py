@@ -113,8 +113,12 @@ class TritonReward:
 
     def __init__(self, workers: int, device: str, trials: int, seed: int, speedup_cap: float,
                  speedup_weight: float, time_repeats: int, limits: dict, hide: list[str], base_uid: int) -> None:
-        if device not in ("cpu", "cuda"):
-            raise ValueError(f"reward.device must be 'cpu' or 'cuda' (got {device!r})")
+        if device not in ("auto", "cpu", "cuda"):
+            raise ValueError(f"reward.device must be 'auto', 'cpu' or 'cuda' (got {device!r})")
+        if device == "auto":  # the same command scores on a GPU machine and on a CPU-only one
+            import torch
+
+            device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device, self.trials, self.seed = device, trials, seed
         self.speedup_cap, self.speedup_weight, self.time_repeats = speedup_cap, speedup_weight, time_repeats
         self.limits = Limits(**limits)
