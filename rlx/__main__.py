@@ -7,9 +7,7 @@ import logging
 import hydra
 from omegaconf import DictConfig
 
-from rlx.checks import ConfigError
-from rlx.data.jsonl import DataError
-from rlx.models.loading import ModelError
+from rlx.errors import RlxError
 
 log = logging.getLogger("rlx")
 
@@ -20,7 +18,7 @@ def main(cfg: DictConfig) -> float | None:
 
     try:
         summary = train(cfg)
-    except (ConfigError, DataError, ModelError) as err:
+    except RlxError as err:
         log.error("%s", err)
         raise SystemExit(f"rlx: {err}") from None
     before, after = summary["before"] or {}, summary["after"]

@@ -26,6 +26,18 @@ from rlx.rollout.collect import collect, score
 from rlx.rollout.generate import generate, sequence_logprobs
 
 
+def numpy_rng_state() -> dict:
+    """numpy's RNG state as tensors and numbers, so checkpoints load with torch.load(weights_only=True)."""
+    name, keys, pos, has_gauss, gauss = np.random.get_state()
+    return {"name": name, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+            "has_gauss": int(has_gauss), "gauss": float(gauss)}
+
+
+def set_numpy_rng_state(state: dict) -> None:
+    keys = state["keys"].numpy().astype(np.uint32)
+    np.random.set_state((state["name"], keys, state["pos"], state["has_gauss"], state["gauss"]))
+
+
 class StepTicker(IterableDataset):
     """The training 'data' is the step counter: prompts come from the curriculum sampler, which the
     module owns so that its state is checkpointed with the model and never prefetched ahead."""
@@ -125,7 +137,7 @@ class RLModule(LightningModule):
                 loss = metrics.pop("loss")
                 optimizer.zero_grad(set_to_none=True)
                 self.manual_backward(loss)
-                metrics["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.policy.parameters(),
+                metrics["optim/grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.policy.parameters(),
                                                                             algo.max_grad_norm))
                 done += 1
                 # Only the last optimiser step of the RL step goes through Lightning's wrapper, which is
@@ -176,7 +188,7 @@ class RLModule(LightningModule):
             "rollout/tok_per_s": stats.tokens / max(stats.seconds, 1e-9),
             "rollout/seconds": stats.seconds,
             "rollout/rounds": float(stats.rounds),
-            "lr": self.lr_schedulers().get_last_lr()[0],
+            "optim/lr": self.lr_schedulers().get_last_lr()[0],
             **{f"reward/{k}": v[valid].float().mean() for k, v in batch.components.items() if valid.any()},
             **{f"reward/status_{s.lower()}": sum(1 for x in batch.statuses if x == s) / n
                for s in set(batch.statuses)},
@@ -219,7 +231,7 @@ class RLModule(LightningModule):
         checkpoint["rlx"] = {
             "sampler": self.sampler.state_dict(),
             "before": self.before_metrics,
-            "rng": {"python": random.getstate(), "numpy": np.random.get_state(),
+            "rng": {"python": random.getstate(), "numpy": numpy_rng_state(),
                     "torch": torch.get_rng_state(),
                     "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None},
         }
@@ -229,7 +241,7 @@ class RLModule(LightningModule):
         self.sampler.load_state_dict(state["sampler"])
         self.before_metrics = state["before"]
         random.setstate(state["rng"]["python"])
-        np.random.set_state(state["rng"]["numpy"])
+        set_numpy_rng_state(state["rng"]["numpy"])
         torch.set_rng_state(state["rng"]["torch"])
         if state["rng"]["cuda"] is not None and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["rng"]["cuda"])
