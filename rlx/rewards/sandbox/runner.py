@@ -189,5 +189,6 @@ def supervisor(harness: Harness, payload: dict, limits: Limits, uid: int, env: d
         data = json.dumps(result).encode()
         while data:
             data = data[os.write(result_fd, data):]
+        os.close(result_fd)  # EOF now: the server need not wait for this process's namespace teardown
     finally:
         os._exit(0)

@@ -54,6 +54,18 @@ def resolve(spec: str):
     return getattr(importlib.import_module(module), name)
 
 
+def reap() -> None:
+    """Collect exited supervisors without waiting: one that has sent its result may still be tearing down
+    its namespaces (an RCU grace period or two), which overlaps with the next run instead of delaying it."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
 def run_request(request: dict, protocol_fds: tuple[int, int]) -> dict:
     limits = Limits(**request["limits"])
     harness = resolve(request["harness"])
@@ -80,7 +92,7 @@ def run_request(request: dict, protocol_fds: tuple[int, int]) -> dict:
             break
         raw += chunk
     os.close(result_r)
-    os.waitpid(pid, 0)
+    reap()
     try:
         return json.loads(raw)
     except ValueError:
