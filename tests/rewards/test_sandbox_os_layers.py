@@ -54,3 +54,17 @@ def test_os_layers_contain_unguarded_code():
         assert verdict.status.value != "INFRA", (name, verdict)
     assert not os.path.exists(PROBE)
     assert "pwned" not in open(REPO_FILE).read()
+
+
+def test_hidden_paths_and_tmp_are_empty_inside():
+    """Reference solutions and task generators (rlx/data) are mounted empty; /tmp is a fresh tmpfs."""
+    limits = Limits(wall_s=3.0, cpu_s=2, memory_mb=256, nproc=16, fsize_mb=1, disk_mb=16, record_cap_kb=256)
+    pool = SandboxPool(1, ("rlx.rewards.unit_tests_harness", *STDLIB_PRELOAD), {}, ("rlx/data",), base_uid=61250)
+    data_dir = os.path.join(os.path.dirname(__file__), "..", "..", "rlx", "data")
+    assert os.listdir(data_dir), "the host copy must not be empty"
+    code = f"import os\ndef seen():\n    return [os.listdir({data_dir!r}), sorted(os.listdir('/tmp'))]\n"
+    try:
+        result = pool.run([(HARNESS, {"code": code, "calls": ["seen()"], "guard": True}, limits)])[0]
+    finally:
+        pool.close()
+    assert decide(result, [encode([[], [".stdio", "work"]])], "all").status.value == "PASS", result
