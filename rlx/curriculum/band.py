@@ -12,9 +12,9 @@ the policy was weak, or solved once by luck — does not freeze); the other slot
 from the prompts whose estimate lies in lo <= estimate <= hi. When the band holds fewer prompts than the
 step needs, the remaining slots explore too.
 
-Departs from the single-number description of the issue: the band is closed ([lo, hi]) so that lo = 0 or
-hi = 1 can be used as a one-sided band; with a 0/1 reward a prompt whose groups are all-pass has estimate
-1.0 only after an all-pass first group, otherwise it approaches 1 geometrically and leaves the band at hi.
+The band is closed, [lo, hi], so lo = 0 or hi = 1 gives a one-sided band. With a 0/1 reward and G
+completions a group mean is a multiple of 1/G: lo = 0.1 and hi = 0.9 with G = 8 admit every group mean
+but all-fail and all-pass, and a solved prompt's estimate climbs past hi after a few all-pass groups.
 """
 
 from __future__ import annotations
