@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from rlx.checks import ConfigError
-from rlx.data.jsonl import DataError
-from rlx.models.loading import ModelError
+from rlx.errors import RlxError
 
 log = logging.getLogger("rlx")
 
@@ -20,8 +20,10 @@ def main(cfg: DictConfig) -> float | None:
 
     try:
         summary = train(cfg)
-    except (ConfigError, DataError, ModelError) as err:
+    except RlxError as err:
         log.error("%s", err)
+        if HydraConfig.get().mode == RunMode.MULTIRUN:
+            raise  # Hydra marks this job FAILED, runs the rest of the sweep, and the sweep report shows it
         raise SystemExit(f"rlx: {err}") from None
     before, after = summary["before"] or {}, summary["after"]
     print(f"\nheld-out accuracy: {before.get('val/accuracy', float('nan')):.3f} -> {after['val/accuracy']:.3f} "

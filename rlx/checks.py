@@ -4,9 +4,25 @@ itself (`min_group_size`, `needs_critic`, `uses_old_logp`), never algorithm name
 
 from __future__ import annotations
 
+from hydra.errors import InstantiationException
+from hydra.utils import instantiate
 
-class ConfigError(ValueError):
-    pass
+from rlx.errors import ConfigError, RlxError
+
+
+def build_node(cfg, key: str, **kwargs):
+    """instantiate(cfg[key]) with the component's own complaint surfaced (Hydra wraps it otherwise):
+    an rlx error passes through, a constructor's ValueError/TypeError (e.g. an unknown key) becomes a
+    ConfigError that names the config group."""
+    try:
+        return instantiate(cfg[key], _convert_="all", **kwargs)
+    except InstantiationException as err:
+        cause = err.__cause__
+        if isinstance(cause, RlxError):
+            raise cause from None
+        if isinstance(cause, (ValueError, TypeError)):
+            raise ConfigError(f"{key}: {cause}") from None
+        raise
 
 
 def check_algorithm(algo, advantage, has_critic: bool) -> None:

@@ -26,6 +26,18 @@ from rlx.rollout.collect import collect, score
 from rlx.rollout.generate import generate, sequence_logprobs
 
 
+def numpy_rng_state() -> dict:
+    """numpy's RNG state as tensors and numbers, so checkpoints load with torch.load(weights_only=True)."""
+    name, keys, pos, has_gauss, gauss = np.random.get_state()
+    return {"name": name, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+            "has_gauss": int(has_gauss), "gauss": float(gauss)}
+
+
+def set_numpy_rng_state(state: dict) -> None:
+    keys = state["keys"].numpy().astype(np.uint32)
+    np.random.set_state((state["name"], keys, state["pos"], state["has_gauss"], state["gauss"]))
+
+
 class StepTicker(IterableDataset):
     """The training 'data' is the step counter: prompts come from the curriculum sampler, which the
     module owns so that its state is checkpointed with the model and never prefetched ahead."""
@@ -79,6 +91,7 @@ class RLModule(LightningModule):
 
     # ---------------------------------------------------------------- one RL step
     def training_step(self, step, batch_idx):
+        step = self.global_step  # the RL step being taken (global_step advances inside update)
         self.policy.eval()  # sampling and log-probs without dropout, so ratios start at exactly 1
         self.sampler.begin_step(self.global_step)
         batch, stats = collect(self.policy, self.tokenizer, self.reward, self.sampler, self.task.train,
@@ -87,7 +100,7 @@ class RLModule(LightningModule):
         self.prepare(batch)
         losses = self.update(batch)
         self.log_step(batch, stats, losses)
-        self.write_samples(batch)
+        self.write_samples(batch, step)
 
     @torch.no_grad()
     def prepare(self, batch: RolloutBatch) -> None:
@@ -102,7 +115,7 @@ class RLModule(LightningModule):
         mask = batch.response_mask.float()  # [N, T]
         last = (batch.response_mask.sum(-1) - 1).clamp(min=0)  # [N] index of each completion's last token
         token_rewards = torch.zeros_like(mask)  # [N, T]
-        token_rewards[torch.arange(len(last)), last] = batch.rewards * batch.valid
+        token_rewards[torch.arange(len(last), device=last.device), last] = batch.rewards * batch.valid
         if algo.uses_reference and algo.kl_in_reward:
             token_rewards -= algo.beta * algo.kl(batch.old_logp, batch.ref_logp) * mask  # [N, T]
         batch.token_rewards = token_rewards
@@ -126,7 +139,7 @@ class RLModule(LightningModule):
                 loss = metrics.pop("loss")
                 optimizer.zero_grad(set_to_none=True)
                 self.manual_backward(loss)
-                metrics["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.policy.parameters(),
+                metrics["optim/grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.policy.parameters(),
                                                                             algo.max_grad_norm))
                 done += 1
                 # Only the last optimiser step of the RL step goes through Lightning's wrapper, which is
@@ -164,7 +177,9 @@ class RLModule(LightningModule):
     def log_step(self, batch: RolloutBatch, stats, losses: dict[str, float]) -> None:
         valid = batch.valid
         mask = batch.response_mask.float()
-        adv = batch.advantages[:, 0][valid] if valid.any() else batch.advantages[:, 0]
+        adv = batch.advantages[batch.response_mask.bool() & valid[:, None]]  # every scored response token
+        if adv.numel() == 0:
+            adv = torch.zeros(1, device=batch.rewards.device)
         n = max(1, len(batch.statuses))
         metrics = {
             "reward/mean": batch.rewards[valid].mean() if valid.any() else torch.tensor(0.0),
@@ -178,7 +193,7 @@ class RLModule(LightningModule):
             "rollout/tok_per_s": stats.tokens / max(stats.seconds, 1e-9),
             "rollout/seconds": stats.seconds,
             "rollout/rounds": float(stats.rounds),
-            "lr": self.lr_schedulers().get_last_lr()[0],
+            "optim/lr": self.lr_schedulers().get_last_lr()[0],
             **{f"reward/{k}": v[valid].float().mean() for k, v in batch.components.items() if valid.any()},
             **{f"reward/status_{s.lower()}": sum(1 for x in batch.statuses if x == s) / n
                for s in set(batch.statuses)},
@@ -190,8 +205,7 @@ class RLModule(LightningModule):
         self.log_dict({k: v for k, v in metrics.items() if k in shown}, on_step=True, prog_bar=True,
                       batch_size=1)
 
-    def write_samples(self, batch: RolloutBatch) -> None:
-        step = self.global_step
+    def write_samples(self, batch: RolloutBatch, step: int) -> None:
         if self.samples_path is None or step % self.samples_every:
             return
         rows = self.task.train
@@ -221,7 +235,7 @@ class RLModule(LightningModule):
         checkpoint["rlx"] = {
             "sampler": self.sampler.state_dict(),
             "before": self.before_metrics,
-            "rng": {"python": random.getstate(), "numpy": np.random.get_state(),
+            "rng": {"python": random.getstate(), "numpy": numpy_rng_state(),
                     "torch": torch.get_rng_state(),
                     "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None},
         }
@@ -231,7 +245,7 @@ class RLModule(LightningModule):
         self.sampler.load_state_dict(state["sampler"])
         self.before_metrics = state["before"]
         random.setstate(state["rng"]["python"])
-        np.random.set_state(state["rng"]["numpy"])
+        set_numpy_rng_state(state["rng"]["numpy"])
         torch.set_rng_state(state["rng"]["torch"])
         if state["rng"]["cuda"] is not None and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["rng"]["cuda"])

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import lightning.pytorch as pl
 import torch
-from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from rlx.checks import ConfigError, check_algorithm, check_task
+from rlx.checks import build_node, check_algorithm, check_task
+from rlx.errors import ConfigError
 from rlx.module import RLModule
 
 log = logging.getLogger(__name__)
@@ -23,15 +23,15 @@ log = logging.getLogger(__name__)
 def build(cfg: DictConfig) -> tuple[RLModule, pl.Trainer]:
     """Everything a run needs, checked before the (possibly slow) model load."""
     pl.seed_everything(cfg.seed, workers=True)
-    algo = instantiate(cfg.algo, _convert_="all")
-    advantage = instantiate(cfg.advantage)
+    algo = build_node(cfg, "algo")
+    advantage = build_node(cfg, "advantage")
     critic_factory = None  # PPO's value network plugs in here (the critic slot of RLModule)
     check_algorithm(algo, advantage, has_critic=critic_factory is not None)
-    task = instantiate(cfg.data)
-    reward = instantiate(cfg.reward)
+    task = build_node(cfg, "data")
+    reward = build_node(cfg, "reward")
     check_task(task, reward)
-    sampler = instantiate(cfg.curriculum)
-    loaded = instantiate(cfg.model)(task)
+    sampler = build_node(cfg, "curriculum")
+    loaded = build_node(cfg, "model")(task)
     reference = copy.deepcopy(loaded.policy) if algo.uses_reference else None  # the starting (SFT) policy
     run_dir = Path(cfg.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -40,7 +40,7 @@ def build(cfg: DictConfig) -> tuple[RLModule, pl.Trainer]:
         val_batch_size=cfg.val_batch_size, samples_path=str(run_dir / "samples.jsonl"),
         samples_every=cfg.samples_every, samples_per_step=cfg.samples_per_step,
     )
-    trainer = instantiate(cfg.trainer, logger=instantiate(cfg.logger))
+    trainer = build_node(cfg, "trainer", logger=build_node(cfg, "logger"))
     return module, trainer
 
 
@@ -58,6 +58,9 @@ def train(cfg: DictConfig) -> dict:
         module.before_metrics = validate(trainer, module)
         log.info("before RL: %s", module.before_metrics)
     trainer.fit(module, ckpt_path=cfg.ckpt_path)
+    # the last step's training metrics, read before validation replaces what the trainer holds
+    train_metrics = {k: round(float(v), 4) for k, v in trainer.callback_metrics.items()
+                     if k.split("/")[0] in ("reward", "loss", "rollout", "adv", "curriculum")}
     after = validate(trainer, module)
     policy_dir = run_dir / "policy"
     module.policy.save_pretrained(policy_dir)
@@ -65,8 +68,6 @@ def train(cfg: DictConfig) -> dict:
     close = getattr(module.reward, "close", None)
     if close is not None:
         close()
-    train_metrics = {k: round(float(v), 4) for k, v in trainer.logged_metrics.items()
-                     if k.split("/")[0] in ("reward", "loss", "rollout", "adv")}
     summary = {
         "before": module.before_metrics,
         "after": after,

@@ -7,6 +7,8 @@ An optional `warm_start_file` holds rows with `prompt` and `completion` for a su
 
 from __future__ import annotations
 
+from rlx.errors import RlxError
+
 import hashlib
 import json
 from pathlib import Path
@@ -14,7 +16,7 @@ from pathlib import Path
 from rlx.data.task import Task
 
 
-class DataError(ValueError):
+class DataError(RlxError):
     pass
 
 

@@ -7,6 +7,8 @@ as in TRL, so a new task is a new row source, not a new code path.
 
 from __future__ import annotations
 
+from rlx.errors import ConfigError
+
 
 class Task:
     train: list[dict]
@@ -19,12 +21,12 @@ class Task:
             for i, row in enumerate(rows):
                 missing = [f for f in ("prompt", *fields) if f not in row]
                 if missing:
-                    raise ValueError(f"{type(self).__name__} {split} row {i} lacks field(s) {missing} that the "
+                    raise ConfigError(f"{type(self).__name__} {split} row {i} lacks field(s) {missing} that the "
                                      f"reward needs; rows have {sorted(row)}")
 
     def warm_start_examples(self, count: int, seed: int) -> list[tuple[str, str]]:
         """(prompt, completion) pairs for the supervised warm start; tasks without a teacher raise."""
-        raise TypeError(
+        raise ConfigError(
             f"{type(self).__name__} has no warm-start corpus: set model.warm_start=null or use a task that has one"
         )
 

@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from rlx.errors import RlxError
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 
-class ModelError(ValueError):
+class ModelError(RlxError):
     pass
 
 

@@ -1,0 +1,92 @@
+"""The CLI end to end on the embedded default, shrunk to seconds: outputs, export, resume, errors."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FAST_MODEL, REPO
+
+pytestmark = pytest.mark.slow
+
+SHORT = ["trainer.max_steps=4", "trainer.val_check_interval=2", "algo.prompts_per_step=4", "algo.group_size=4",
+         "data.val_size=64", "trainer.callbacks.0.every_n_train_steps=2", "samples_every=2"]
+
+
+def run_cli(args: list[str], run_dir: Path, cache: Path, check: bool = True) -> subprocess.CompletedProcess:
+    env = {**os.environ, "RLX_CACHE": str(cache), "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.run([sys.executable, "-m", "rlx", f"hydra.run.dir={run_dir}", *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+    if check:
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+def test_cli_runs_grpo_and_writes_every_output(tmp_path, test_cache):
+    run = tmp_path / "run"
+    proc = run_cli([*FAST_MODEL, *SHORT], run, test_cache)
+    assert "held-out accuracy:" in proc.stdout and str(run) in proc.stdout
+    summary = json.loads((run / "summary.json").read_text())
+    assert set(summary) >= {"before", "after", "wall_s"}
+    assert 0.0 <= summary["before"]["val/accuracy"] <= 1.0 and 0.0 <= summary["after"]["val/accuracy"] <= 1.0
+    assert summary["steps"] == 4
+    assert {"reward/mean", "loss/policy", "rollout/length_mean"} <= set(summary["train"])
+    with (run / "metrics.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    columns = set(rows[0])
+    for key in ("reward/mean", "reward/zero_std_frac", "loss/policy", "loss/kl", "loss/clipfrac",
+                "loss/approx_kl", "adv/mean", "adv/std", "rollout/length_mean", "val/accuracy"):
+        assert key in columns, key
+    steps_logged = {r["step"] for r in rows if r["reward/mean"]}
+    assert len(steps_logged) == 4
+    samples = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
+    assert samples and {"step", "prompt", "completion", "reward", "status"} <= set(samples[0])
+    assert (run / "checkpoints" / "last.ckpt").is_file()
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(run / "policy")
+    tokenizer = AutoTokenizer.from_pretrained(run / "policy")
+    assert model.num_parameters() > 0 and tokenizer.decode(tokenizer("12+34=")["input_ids"]) == "12+34="
+
+    # the exported policy loads back through model=hf: the same code path a GPU user takes
+    hf_run = tmp_path / "hf"
+    run_cli(["model=hf", f"model.name_or_path={run / 'policy'}", "trainer.max_steps=1",
+             *[a for a in SHORT if not a.startswith("trainer.max_steps")]], hf_run, test_cache)
+    assert json.loads((hf_run / "summary.json").read_text())["steps"] == 1
+
+    # resume from the checkpoint: continues at step 4 and stops at 6 (not restarting at 0)
+    resumed = tmp_path / "resumed"
+    run_cli([*FAST_MODEL, *[a for a in SHORT if not a.startswith("trainer.max_steps")], "trainer.max_steps=6",
+             f"ckpt_path={run / 'checkpoints' / 'last.ckpt'}"], resumed, test_cache)
+    summary2 = json.loads((resumed / "summary.json").read_text())
+    assert summary2["steps"] == 6
+    assert summary2["before"] == summary["before"]  # the starting policy's score travels with the checkpoint
+    with (resumed / "metrics.csv").open() as handle:
+        resumed_steps = sorted({int(r["step"]) for r in csv.DictReader(handle) if r["reward/mean"]})
+    assert resumed_steps[0] >= 4, resumed_steps
+
+
+def test_cli_bad_config_fails_fast_with_the_fix(tmp_path, test_cache):
+    proc = run_cli(["algo.group_size=1"], tmp_path / "bad", test_cache, check=False)
+    assert proc.returncode != 0
+    assert "algo.group_size >= 2 (got 1)" in proc.stderr + proc.stdout
+    assert "Traceback" not in proc.stderr
+
+
+def test_reference_model_only_exists_when_beta_is_positive(cfg_factory, test_cache):
+    from rlx.train import build
+
+    fast = [*FAST_MODEL, f"model.cache_dir={test_cache}"]
+    without, _ = build(cfg_factory("algo.beta=0", *fast))
+    assert without.reference is None
+    with_ref, _ = build(cfg_factory("algo.beta=0.04", *fast))
+    assert with_ref.reference is not None
+    assert not any(p.requires_grad for p in with_ref.reference.parameters())
+    assert not any(k.startswith("reference") for k in with_ref.state_dict())  # checkpoints stay policy-sized
