@@ -23,9 +23,7 @@ COMMON = ["curriculum=learnable_band", "data=mixed_arithmetic", "model.warm_star
 
 
 def rlx(run_dir: Path, cache: Path, *extra: str) -> None:
-    # RLModule.on_save_checkpoint stores numpy's RNG state as an ndarray, which Lightning 2.6's default
-    # weights_only=True load refuses; until the module stores it as plain lists, let torch.load accept it.
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "RLX_CACHE": str(cache), "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RLX_CACHE": str(cache)}
     done = subprocess.run([sys.executable, "-m", "rlx", *COMMON, f"hydra.run.dir={run_dir}", *extra], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
