@@ -93,7 +93,7 @@ class RLModule(LightningModule):
     def training_step(self, step, batch_idx):
         step = self.global_step  # the RL step being taken (global_step advances inside update)
         self.policy.eval()  # sampling and log-probs without dropout, so ratios start at exactly 1
-        self.sampler.begin_step(self.global_step)
+        self.sampler.begin_step(step)
         batch, stats = collect(self.policy, self.tokenizer, self.reward, self.sampler, self.task.train,
                                self.algo.prompts_per_step, self.algo.group_size, self.task.max_new_tokens,
                                self.algo.temperature, self.tokenizer.pad_token_id)
