@@ -45,15 +45,13 @@ def test_mixed_task_rows_carry_difficulty_and_answers_fit_max_new_tokens():
 
 
 def test_sweep_file_composes_each_of_the_four_curricula():
-    """As `python -m rlx -m --config-dir sweeps --config-name curricula` does: sweeps/ first, then conf/."""
+    """As `python -m rlx +sweeps=curricula` does (sweeps/ reaches the search path through rlx's plugin)."""
     GlobalHydra.instance().clear()
-    with initialize_config_dir(str(ROOT / "sweeps"), version_base="1.3"):
-        cfg = compose("curricula", overrides=[f"hydra.searchpath=[file://{ROOT / 'conf'}]"],
-                      return_hydra_config=True)
+    with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=["+sweeps=curricula", "run_dir=/tmp/x"], return_hydra_config=True)
         swept = cfg.hydra.sweeper.params.curriculum.split(",")
         assert swept == ["uniform", "sorted", "learnable_band", "dynamic_sampling"]
         for option in swept:
-            job = compose("curricula", overrides=[f"hydra.searchpath=[file://{ROOT / 'conf'}]",
-                                                  f"curriculum={option}"])
+            job = compose("config", overrides=["+sweeps=curricula", "run_dir=/tmp/x", f"curriculum={option}"])
             assert job.data._target_ == "rlx.data.mixed_arithmetic.MixedArithmeticTask"
             assert job.curriculum._target_ == OmegaConf.load(ROOT / "conf" / "curriculum" / f"{option}.yaml")._target_
