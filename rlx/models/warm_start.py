@@ -71,7 +71,7 @@ def supervised_finetune(model, tokenizer, examples, cfg: WarmStartConfig, seed: 
     losses = []
     for step in range(cfg.steps):
         rows = torch.randint(0, input_ids.shape[0], (cfg.batch_size,), generator=generator).to(device)
-        out = model(input_ids=input_ids[rows], attention_mask=attention_mask[rows], labels=labels[rows])
+        out = model(input_ids=input_ids[rows], attention_mask=attention_mask[rows], labels=labels[rows], use_cache=False)
         out.loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
