@@ -80,7 +80,7 @@ def run_trl(steps: int, path: Path) -> dict:
     from rlx.data.arithmetic import ArithmeticTask
     from rlx.rewards.math import MathReward
 
-    task = ArithmeticTask(10, 99, 500, 1234, 0.7, NEW_TOKENS)
+    task = ArithmeticTask(10, 99, 500, 1234, 0.7, NEW_TOKENS, warm_start_min_match=0.7, warm_start_plateau_loss=0.6)
     scorer = MathReward(strict=True)
 
     def reward(completions, answer, **_):
