@@ -25,18 +25,18 @@ def build(cfg: DictConfig) -> tuple[RLModule, pl.Trainer]:
     pl.seed_everything(cfg.seed, workers=True)
     algo = build_node(cfg, "algo")
     advantage = build_node(cfg, "advantage")
-    critic_factory = None  # PPO's value network plugs in here (the critic slot of RLModule)
-    check_algorithm(algo, advantage, has_critic=critic_factory is not None)
+    check_algorithm(algo, advantage, has_critic=algo.critic is not None)
     task = build_node(cfg, "data")
     reward = build_node(cfg, "reward")
     check_task(task, reward)
     sampler = build_node(cfg, "curriculum")
     loaded = build_node(cfg, "model")(task)
     reference = copy.deepcopy(loaded.policy) if algo.uses_reference else None  # the starting (SFT) policy
+    critic = algo.critic.build(loaded.policy) if algo.critic is not None else None  # PPO's value network
     run_dir = Path(cfg.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     module = RLModule(
-        loaded.policy, loaded.tokenizer, task, reward, advantage, algo, sampler, reference=reference,
+        loaded.policy, loaded.tokenizer, task, reward, advantage, algo, sampler, reference=reference, critic=critic,
         val_batch_size=cfg.val_batch_size, samples_path=str(run_dir / "samples.jsonl"),
         samples_every=cfg.samples_every, samples_per_step=cfg.samples_per_step,
     )
