@@ -196,15 +196,16 @@ class RLModule(LightningModule):
     def log_step(self, batch: RolloutBatch, stats, losses: dict[str, float]) -> None:
         valid = batch.valid
         mask = batch.response_mask.float()
-        adv_mask = mask * valid[:, None]  # [N, T] per-token statistics: GAE and token-class credit vary along t
-        adv_mean = token_mean(batch.advantages, adv_mask)
+        adv = batch.advantages[batch.response_mask.bool() & valid[:, None]]  # every scored response token
+        if adv.numel() == 0:
+            adv = torch.zeros(1)
         n = max(1, len(batch.statuses))
         metrics = {
             "reward/mean": batch.rewards[valid].mean() if valid.any() else torch.tensor(0.0),
             "reward/zero_std_frac": stats.zero_std_groups / max(1, stats.groups_generated),
             "reward/infra_frac": stats.status_counts.get(Status.INFRA.value, 0) / max(1, sum(stats.status_counts.values())),
-            "adv/mean": adv_mean,
-            "adv/std": token_mean((batch.advantages - adv_mean) ** 2, adv_mask).sqrt(),
+            "adv/mean": adv.mean(),
+            "adv/std": adv.std(unbiased=False),
             "rollout/length_mean": mask.sum(-1).mean(),
             "rollout/truncated_frac": batch.truncated.float().mean(),
             "rollout/tok_per_s": stats.tokens / max(stats.seconds, 1e-9),

@@ -18,7 +18,7 @@ class Algorithm:
     epsilon: float  # clip range below 1 (and above, unless epsilon_high differs)
     epsilon_high: float  # clip range above 1 (DAPO's clip-higher when > epsilon)
     beta: float  # KL weight (in the loss, or per token in the reward when kl_in_reward)
-    reference: bool  # load a frozen copy of the starting policy (needed for beta > 0; with beta = 0 KL is only logged)
+    reference: bool  # allow a frozen copy of the starting policy; it is loaded only when beta > 0 (false + beta > 0 fails)
     kl: Callable  # per-token estimator (rlx.algos.kl.k1/k2/k3)
     kl_in_reward: bool  # True: −β·KL per token is added to the reward; False: β·KL is added to the loss
     policy_loss: Callable  # (logp, old_logp, advantages) -> (loss [N, T], clipped [N, T])
@@ -34,4 +34,4 @@ class Algorithm:
 
     @property
     def uses_reference(self) -> bool:
-        return self.reference
+        return self.reference and self.beta > 0

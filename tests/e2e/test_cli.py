@@ -77,3 +77,15 @@ def test_cli_bad_config_fails_fast_with_the_fix(tmp_path, test_cache):
     assert proc.returncode != 0
     assert "algo.group_size >= 2 (got 1)" in proc.stderr + proc.stdout
     assert "Traceback" not in proc.stderr
+
+
+def test_reference_model_only_exists_when_beta_is_positive(cfg_factory, test_cache):
+    from rlx.train import build
+
+    fast = [*FAST_MODEL, f"model.cache_dir={test_cache}"]
+    without, _ = build(cfg_factory("algo.beta=0", *fast))
+    assert without.reference is None
+    with_ref, _ = build(cfg_factory("algo.beta=0.04", *fast))
+    assert with_ref.reference is not None
+    assert not any(p.requires_grad for p in with_ref.reference.parameters())
+    assert not any(k.startswith("reference") for k in with_ref.state_dict())  # checkpoints stay policy-sized
