@@ -78,3 +78,25 @@ def test_running_mean_baseline_is_bias_corrected_ema():
     assert m == 0.25 and abs(b - 1 / 3) < 1e-12
     adv = running_mean_advantage(torch.tensor([1.0, 0.0, 5.0]), torch.tensor([True, True, False]), 0.25)
     torch.testing.assert_close(adv, torch.tensor([0.75, -0.25, 0.0]))  # INFRA gets 0
+
+
+def test_running_mean_adapter_uses_only_earlier_batches_and_resumes():
+    from rlx.algos.advantages import RunningMean
+    from tests.algos.test_shaping import make_batch
+
+    def batch(rewards):
+        b = make_batch([2] * len(rewards), [False] * len(rewards), rewards)
+        b.token_rewards = torch.zeros(len(rewards), 2)
+        b.token_rewards[:, 1] = torch.tensor(rewards)
+        return b
+
+    est = RunningMean(decay=0.5)
+    adv, _ = est(batch([1.0, 0.0]))  # first batch: no earlier batch, baseline 0 -> A = r
+    torch.testing.assert_close(adv, torch.tensor([[1.0, 1.0], [0.0, 0.0]]))
+    state = est.state_dict()  # baseline is now the first batch's mean, 0.5
+    resumed = RunningMean(decay=0.5)
+    resumed.load_state_dict(state)
+    for e in (est, resumed):
+        adv, _ = e(batch([1.0, 1.0]))  # A = 1 - 0.5
+        torch.testing.assert_close(adv, torch.full((2, 2), 0.5))
+    assert est.state_dict() == resumed.state_dict()
