@@ -44,6 +44,11 @@ def check_algorithm(algo, advantage, has_critic: bool) -> None:
         raise ConfigError(f"algo.critic is set but advantage={type(advantage).__name__} never reads its values: "
                           "the critic would cost a second model's memory for nothing. Set algo.critic=null, or "
                           "advantage=gae")
+    if not advantage.reads_token_rewards and (algo.uses_reference and algo.kl_in_reward or algo.shaping.active):
+        raise ConfigError(
+            f"advantage={type(advantage).__name__} credits the reward's components directly, so "
+            f"algo.kl_in_reward=true (with algo.beta={algo.beta}) or algo.shaping would be silently ignored. "
+            "Set algo.kl_in_reward=false (the KL then goes in the loss) and turn algo.shaping's options off")
     if algo.update_epochs < 1 or algo.minibatches < 1:
         raise ConfigError(f"algo.update_epochs and algo.minibatches must be >= 1 "
                           f"(got {algo.update_epochs}, {algo.minibatches})")

@@ -116,6 +116,7 @@ class Estimator:
 
     needs_critic = False
     min_group_size = 1
+    reads_token_rewards = True  # False: credits reward components directly (shaping and KL-in-reward unseen)
 
     def bind(self, tokenizer) -> None:
         """Called once by the RLModule with the policy's tokenizer (estimators that read text use it)."""

@@ -56,6 +56,11 @@ class RewardShaping:
         self.max_length, self.cache_length = overlong_max_length, overlong_cache_length
         self.filter_truncated = overlong_filter
 
+    @property
+    def active(self) -> bool:
+        return (self.clip_low is not None or self.clip_high is not None or self.max_length is not None
+                or self.filter_truncated)
+
     def __call__(self, batch) -> tuple[Tensor, Tensor]:
         """Returns: shaped rewards [N], valid [N] (False where a sample is masked out)."""
         rewards = clip_rewards(batch.rewards, self.clip_low, self.clip_high)  # [N]

@@ -78,9 +78,11 @@ class RegexParser:
 
 class TokenClass(Estimator):
     """advantage=token_class. `components[c]` names the reward component (a key of the reward's
-    `Verdict.components`) credited to the tokens of class c."""
+    `Verdict.components`) credited to the tokens of class c. The components are used as the reward returns
+    them: reward shaping and a KL penalty in the reward do not reach them (the start-up checks refuse both)."""
 
     min_group_size = 2
+    reads_token_rewards = False
 
     def __init__(self, parser, components: list[str], std_eps: float | None) -> None:
         if len(components) < 1:

@@ -90,3 +90,11 @@ def test_every_preset_with_every_advantage_that_fits(cfg_factory):
     for preset in ("grpo", "dr_grpo", "dapo", "reinforce"):
         for advantage in ("group_norm", "group_mean", "rloo", "running_mean"):
             check(cfg_factory, f"algo={preset}", f"advantage={advantage}")
+
+
+def test_token_class_refuses_what_it_would_ignore(cfg_factory):
+    check(cfg_factory, "algo=grpo", "advantage=token_class")  # KL in the loss: fine
+    with pytest.raises(ConfigError, match=r"TokenClass credits .* algo.kl_in_reward=false"):
+        check(cfg_factory, "algo=grpo", "advantage=token_class", "algo.kl_in_reward=true")
+    with pytest.raises(ConfigError, match=r"TokenClass credits .* algo.shaping"):
+        check(cfg_factory, "algo=dapo", "advantage=token_class")
