@@ -28,6 +28,20 @@ with initialize_config_dir(config_dir="{conf}", version_base="1.3"):
     cfg = compose("config", overrides=["run_dir=/tmp/unused", "seed={seed}", *{extra!r}])
 build_node(cfg, "model")(build_node(cfg, "data"))
 """
+# Model-state bytes per preset (fp32 weights, gradients and AdamW's two moments), from the real models:
+# the part of memory that a critic (PPO) or a reference (GRPO) adds, independent of the process's baseline.
+STATE_MEMORY = """
+import json
+from hydra import compose, initialize_config_dir
+from rlx.checks import build_node
+from rlx.models.critic import Critic
+with initialize_config_dir(config_dir="{conf}", version_base="1.3"):
+    cfg = compose("config", overrides=["run_dir=/tmp/unused", *{extra!r}])
+policy = build_node(cfg, "model")(build_node(cfg, "data")).policy
+critic = Critic(None, None, 1.0).build(policy)
+count = lambda m: sum(p.numel() for p in m.parameters())
+print(json.dumps({{"policy": count(policy), "critic": count(critic)}}))
+"""
 
 
 def env() -> dict:
@@ -44,6 +58,24 @@ def run_seed(seed: int, out: Path, extra: list[str]) -> None:
     subprocess.run([sys.executable, "-m", "rlx", "-m", f"algo={','.join(todo)}", f"seed={seed}",
                     f"hydra.sweep.dir={out / f'seed{seed}'}", "hydra.sweep.subdir=${algo.name}", *extra],
                    cwd=REPO, env=env(), check=True)
+
+
+def state_memory(extra: list[str]) -> str:
+    """Policy/critic/reference parameter counts and the training-state bytes of GRPO vs PPO."""
+    model_extra = [e for e in extra if e.startswith("model.")]
+    out = subprocess.run([sys.executable, "-c", STATE_MEMORY.format(conf=REPO / "conf", extra=model_extra)],
+                         cwd=REPO, env=env(), check=True, capture_output=True, text=True).stdout
+    counts = json.loads(out.strip().splitlines()[-1])
+    p, c = counts["policy"], counts["critic"]
+    trained = 16  # bytes per trained fp32 parameter: weight + gradient + two AdamW moments
+    grpo = p * trained + p * 4  # policy + frozen reference (weights only)
+    ppo = p * trained + c * trained  # policy + critic (no reference by default)
+    mb = 2**20
+    return (f"parameters: policy {p:,}, critic {c:,} (the policy's body + a scalar head), reference {p:,}\n"
+            f"model-state memory (fp32 weights, grads, AdamW moments): GRPO {grpo / mb:.1f} MB "
+            f"(policy {p * trained / mb:.1f} + reference {p * 4 / mb:.1f}), PPO {ppo / mb:.1f} MB "
+            f"(policy {p * trained / mb:.1f} + critic {c * trained / mb:.1f}); PPO / GRPO = {ppo / grpo:.2f}; "
+            f"PPO / policy alone = {ppo / (p * trained):.2f}")
 
 
 def fmt(values: list[float], digits: int) -> str:
@@ -81,6 +113,8 @@ def main() -> None:
         for seed in args.seeds:
             run_seed(seed, args.out, args.extra)
     print(table(args.out, args.seeds))
+    print()
+    print(state_memory(args.extra))
     print(f"\n(benchmark wall time {time.perf_counter() - start:.0f} s; runs under {args.out})")
 
 
