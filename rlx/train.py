@@ -51,6 +51,7 @@ def validate(trainer: pl.Trainer, module: RLModule) -> dict:
 
 def train(cfg: DictConfig) -> dict:
     start = time.perf_counter()
+    reset_peak_memory()  # a multirun runs its jobs in one process: each summary reports its own peak
     run_dir = Path(cfg.run_dir)
     module, trainer = build(cfg)
     OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
@@ -82,6 +83,17 @@ def train(cfg: DictConfig) -> dict:
     }
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def reset_peak_memory() -> None:
+    """Start this run's peak-memory count afresh (Linux: writing 5 to /proc/self/clear_refs resets the
+    high-water RSS that getrusage reports; CUDA: the allocator's peak statistics)."""
+    if torch.cuda.is_available():
+        torch.cuda.reset_peak_memory_stats()
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError as err:
+        log.warning("could not reset the peak-RSS counter (%s): peak_rss_mb covers the whole process", err)
 
 
 def peak_rss_mb() -> float:
