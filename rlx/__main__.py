@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from rlx.errors import RlxError
@@ -20,6 +22,8 @@ def main(cfg: DictConfig) -> float | None:
         summary = train(cfg)
     except RlxError as err:
         log.error("%s", err)
+        if HydraConfig.get().mode == RunMode.MULTIRUN:
+            raise  # Hydra marks this job FAILED, runs the rest of the sweep, and the sweep report shows it
         raise SystemExit(f"rlx: {err}") from None
     before, after = summary["before"] or {}, summary["after"]
     print(f"\nheld-out accuracy: {before.get('val/accuracy', float('nan')):.3f} -> {after['val/accuracy']:.3f} "

@@ -96,6 +96,7 @@ class RLModule(LightningModule):
 
     # ---------------------------------------------------------------- one RL step
     def training_step(self, step, batch_idx):
+        step = self.global_step  # the RL step being taken (global_step advances inside update)
         self.policy.eval()  # sampling and log-probs without dropout, so ratios start at exactly 1
         batch, stats = collect(self.policy, self.tokenizer, self.reward, self.sampler, self.task.train,
                                self.algo.prompts_per_step, self.algo.group_size, self.task.max_new_tokens,
@@ -103,7 +104,7 @@ class RLModule(LightningModule):
         self.prepare(batch)
         losses = self.update(batch)
         self.log_step(batch, stats, losses)
-        self.write_samples(batch)
+        self.write_samples(batch, step)
 
     @torch.no_grad()
     def prepare(self, batch: RolloutBatch) -> None:
@@ -119,7 +120,7 @@ class RLModule(LightningModule):
         mask = batch.response_mask.float()  # [N, T]
         last = (batch.response_mask.sum(-1) - 1).clamp(min=0)  # [N] index of each completion's last token
         token_rewards = torch.zeros_like(mask)  # [N, T]
-        token_rewards[torch.arange(len(last)), last] = shaped * batch.valid
+        token_rewards[torch.arange(len(last), device=last.device), last] = shaped * batch.valid
         if algo.uses_reference and algo.kl_in_reward:
             token_rewards -= algo.beta * algo.kl(batch.old_logp, batch.ref_logp) * mask  # [N, T]
         batch.token_rewards = token_rewards
@@ -198,7 +199,7 @@ class RLModule(LightningModule):
         mask = batch.response_mask.float()
         adv = batch.advantages[batch.response_mask.bool() & valid[:, None]]  # every scored response token
         if adv.numel() == 0:
-            adv = torch.zeros(1)
+            adv = torch.zeros(1, device=batch.rewards.device)
         n = max(1, len(batch.statuses))
         metrics = {
             "reward/mean": batch.rewards[valid].mean() if valid.any() else torch.tensor(0.0),
@@ -223,8 +224,7 @@ class RLModule(LightningModule):
         self.log_dict({k: v for k, v in metrics.items() if k in shown}, on_step=True, prog_bar=True,
                       batch_size=1)
 
-    def write_samples(self, batch: RolloutBatch) -> None:
-        step = self.global_step
+    def write_samples(self, batch: RolloutBatch, step: int) -> None:
         if self.samples_path is None or step % self.samples_every:
             return
         rows = self.task.train

@@ -59,6 +59,9 @@ def train(cfg: DictConfig) -> dict:
         module.before_metrics = validate(trainer, module)
         log.info("before RL: %s", module.before_metrics)
     trainer.fit(module, ckpt_path=cfg.ckpt_path)
+    # the last step's training metrics, read before validation replaces what the trainer holds
+    train_metrics = {k: round(float(v), 4) for k, v in trainer.callback_metrics.items()
+                     if k.split("/")[0] in ("reward", "loss", "rollout", "adv", "curriculum")}
     after = validate(trainer, module)
     policy_dir = run_dir / "policy"
     module.policy.save_pretrained(policy_dir)
@@ -66,8 +69,6 @@ def train(cfg: DictConfig) -> dict:
     close = getattr(module.reward, "close", None)
     if close is not None:
         close()
-    train_metrics = {k: round(float(v), 4) for k, v in trainer.logged_metrics.items()
-                     if k.split("/")[0] in ("reward", "loss", "rollout", "adv")}
     summary = {
         "before": module.before_metrics,
         "after": after,

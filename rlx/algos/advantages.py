@@ -20,10 +20,10 @@ def group_statistics(scores: Tensor, group_index: Tensor, valid: Tensor) -> tupl
     """
     k = int(group_index.max()) + 1
     w = valid.to(scores.dtype)  # [N] INFRA samples weigh 0
-    count = torch.zeros(k, dtype=scores.dtype).index_add_(0, group_index, w)  # [K]
-    total = torch.zeros(k, dtype=scores.dtype).index_add_(0, group_index, scores * w)  # [K]
+    count = torch.zeros(k, dtype=scores.dtype, device=scores.device).index_add_(0, group_index, w)  # [K]
+    total = torch.zeros(k, dtype=scores.dtype, device=scores.device).index_add_(0, group_index, scores * w)  # [K]
     mean = total / count.clamp(min=1)  # [K]
-    sq = torch.zeros(k, dtype=scores.dtype).index_add_(0, group_index, (scores - mean[group_index]) ** 2 * w)
+    sq = torch.zeros(k, dtype=scores.dtype, device=scores.device).index_add_(0, group_index, (scores - mean[group_index]) ** 2 * w)
     std = (sq / count.clamp(min=1)).sqrt()  # [K] population std (÷ n, not n − 1)
     return count[group_index], mean[group_index], std[group_index]  # each [N]
 

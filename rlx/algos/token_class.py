@@ -100,7 +100,7 @@ class TokenClass(Estimator):
         for i, (ids, mask) in enumerate(zip(batch.input_ids[:, -width:].tolist(), batch.response_mask.tolist())):
             pieces = [self.tokenizer.decode([tok]) for tok, keep in zip(ids, mask) if keep]
             classes = token_classes_from_pieces(pieces, self.parser("".join(pieces)))
-            out[i, : len(classes)] = torch.tensor(classes, dtype=torch.long)
+            out[i, : len(classes)] = torch.tensor(classes, dtype=torch.long, device=out.device)
         return out  # [N, T]
 
     def __call__(self, batch) -> tuple[Tensor, None]:

@@ -61,13 +61,16 @@ def warmup_cosine(warmup_steps: int, total_steps: int):
 def supervised_finetune(model, tokenizer, examples, cfg: WarmStartConfig, seed: int) -> list[float]:
     """Next-token cross-entropy on completion tokens only; returns the loss every 50 steps."""
     input_ids, attention_mask, labels = encode_examples(tokenizer, examples)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model.to(device)
+    input_ids, attention_mask, labels = input_ids.to(device), attention_mask.to(device), labels.to(device)
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(cfg.warmup_steps, cfg.steps))
     model.train()
     losses = []
     for step in range(cfg.steps):
-        rows = torch.randint(0, input_ids.shape[0], (cfg.batch_size,), generator=generator)
+        rows = torch.randint(0, input_ids.shape[0], (cfg.batch_size,), generator=generator).to(device)
         out = model(input_ids=input_ids[rows], attention_mask=attention_mask[rows], labels=labels[rows])
         out.loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -2,50 +2,130 @@
 
 `strict=True` (the embedded arithmetic default) requires the whole completion to be the answer, so a
 policy cannot earn reward by padding the answer with other text. Otherwise the final answer is extracted
-(see `extract_answer`) and compared numerically when both sides are numbers, as text otherwise.
+(`extract_answer`: last \\boxed{}, else after the last `####` or `Answer:`, else the last number) and compared
+by `verifier`: "exact" (numbers numerically, text as text) or "math_verify" (symbolic equivalence, e.g.
+1/2 = 0.5 = \\frac{1}{2}; GSM8K and MATH rows). math_verify guards itself with SIGALRM, which only works on
+a process's main thread (off it, verl silently scored everything 0), so it runs on the main thread of a
+dedicated worker process; a batch that overruns even that is reported as INFRA, never as wrong.
+
+Optional format component: `format_weight` × (the completion states its answer with an explicit marker),
+added to correctness, so reward = correct + format_weight · format.
 """
 
 from __future__ import annotations
 
+import concurrent.futures as futures
+import multiprocessing
 import re
 
 from rlx.rewards.base import Status, Verdict
 
-NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?|-?\.\d+")
+MARKERS = ("####", "Answer:")
+
+
+def _boxed(text: str) -> list[str]:
+    """Contents of every \\boxed{...}, with nested braces (\\boxed{\\frac{1}{2}})."""
+    found, start = [], 0
+    while (start := text.find("\\boxed{", start)) != -1:
+        depth, index = 1, start + len("\\boxed{")
+        while index < len(text) and depth:
+            depth += {"{": 1, "}": -1}.get(text[index], 0)
+            index += 1
+        if depth == 0:
+            found.append(text[start + len("\\boxed{"):index - 1])
+        start = index
+    return found
 
 
 def extract_answer(text: str) -> str | None:
     """The last `\\boxed{...}`, else the text after the last `####` or `Answer:`, else the last number."""
-    boxed = re.findall(r"\\boxed\{([^{}]*)\}", text)
+    boxed = _boxed(text)
     if boxed:
-        return boxed[-1].strip()
-    for marker in ("####", "Answer:"):
+        return boxed[-1].strip() or None
+    for marker in MARKERS:
         if marker in text:
-            return text.rsplit(marker, 1)[1].strip().splitlines()[0].strip() if text.rsplit(marker, 1)[1].strip() else None
+            tail = text.rsplit(marker, 1)[1].strip()
+            return tail.splitlines()[0].strip() if tail else None
     numbers = NUMBER.findall(text)
     return numbers[-1] if numbers else None
 
 
+def has_marker(text: str) -> bool:
+    return bool(_boxed(text)) or any(marker in text for marker in MARKERS)
+
+
+def _number(text: str) -> float | None:
+    cleaned = text.strip().rstrip(".").replace(",", "").lstrip("$")
+    return float(cleaned) if NUMBER.fullmatch(cleaned) else None
+
+
 def answers_equal(predicted: str, reference: str) -> bool:
-    if NUMBER.fullmatch(predicted) and NUMBER.fullmatch(reference):
-        return float(predicted) == float(reference)
+    a, b = _number(predicted), _number(reference)
+    if a is not None and b is not None:
+        return a == b
     return predicted.strip() == reference.strip()
+
+
+def math_verify_batch(pairs: list[tuple[str, str]], timeout_s: int) -> list[bool]:
+    """Runs in the worker process's main thread, where math_verify's SIGALRM timeouts hold."""
+    from math_verify import parse, verify
+
+    results = []
+    for predicted, reference in pairs:
+        gold = parse(f"${reference}$", parsing_timeout=timeout_s)
+        target = parse(f"${predicted}$", parsing_timeout=timeout_s)
+        results.append(bool(gold and target and verify(gold, target, timeout_seconds=timeout_s))
+                       or answers_equal(predicted, reference))
+    return results
 
 
 class MathReward:
     required_fields = ("answer",)
 
-    def __init__(self, strict: bool) -> None:
-        self.strict = strict
+    def __init__(self, strict: bool, verifier: str = "exact", format_weight: float = 0.0,
+                 timeout_s: int = 5) -> None:
+        if verifier not in ("exact", "math_verify"):
+            raise ValueError(f"reward.verifier must be 'exact' or 'math_verify' (got {verifier!r})")
+        self.strict, self.verifier, self.format_weight, self.timeout_s = strict, verifier, format_weight, timeout_s
+        self._executor: futures.ProcessPoolExecutor | None = None
 
-    def score_one(self, completion: str, row: dict) -> Verdict:
-        reference = str(row["answer"])
-        predicted = completion.strip() if self.strict else extract_answer(completion)
-        if not predicted:
-            return Verdict(0.0, Status.FORMAT, {"correct": 0.0})
-        correct = answers_equal(predicted, reference)
-        return Verdict(float(correct), Status.PASS if correct else Status.FAIL, {"correct": float(correct)},
-                       {"extracted": predicted})
+    def _verify(self, pairs: list[tuple[str, str]]) -> list[bool] | None:
+        """math_verify on a dedicated process; None when the worker broke or overran (INFRA)."""
+        if self._executor is None:
+            self._executor = futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+        budget = 30 + 2 * self.timeout_s * len(pairs)
+        try:
+            return self._executor.submit(math_verify_batch, pairs, self.timeout_s).result(timeout=budget)
+        except (futures.TimeoutError, futures.process.BrokenProcessPool):
+            self.close()
+            return None
 
     def __call__(self, completions: list[str], rows: list[dict]) -> list[Verdict]:
-        return [self.score_one(c, r) for c, r in zip(completions, rows, strict=True)]
+        verdicts: list[Verdict | None] = [None] * len(completions)
+        pending = []
+        for index, (completion, row) in enumerate(zip(completions, rows, strict=True)):
+            predicted = completion.strip() if self.strict else extract_answer(completion)
+            formatted = float(bool(predicted) if self.strict else has_marker(completion))
+            if not predicted:
+                verdicts[index] = Verdict(0.0, Status.FORMAT, {"correct": 0.0, "format": 0.0})
+                continue
+            pending.append((index, predicted, str(row["answer"]), formatted))
+        if self.verifier == "math_verify" and pending:
+            outcomes = self._verify([(p, r) for _, p, r, _ in pending])
+        else:
+            outcomes = [answers_equal(p, r) for _, p, r, _ in pending]
+        for position, (index, predicted, _, formatted) in enumerate(pending):
+            if outcomes is None:
+                verdicts[index] = Verdict(0.0, Status.INFRA, {}, {"reason": "math_verify worker broke or overran"})
+                continue
+            correct = float(outcomes[position])
+            verdicts[index] = Verdict(correct + self.format_weight * formatted,
+                                      Status.PASS if correct else Status.FAIL,
+                                      {"correct": correct, "format": formatted}, {"extracted": predicted})
+        return verdicts
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None

@@ -36,6 +36,7 @@ def test_cli_runs_grpo_and_writes_every_output(tmp_path, test_cache):
     assert set(summary) >= {"before", "after", "wall_s"}
     assert 0.0 <= summary["before"]["val/accuracy"] <= 1.0 and 0.0 <= summary["after"]["val/accuracy"] <= 1.0
     assert summary["steps"] == 4
+    assert {"reward/mean", "loss/policy", "rollout/length_mean"} <= set(summary["train"])
     with (run / "metrics.csv").open() as handle:
         rows = list(csv.DictReader(handle))
     columns = set(rows[0])

@@ -1,0 +1,1 @@
+"""Hydra search-path plugin for rlx: see `rlx_searchpath.py`."""

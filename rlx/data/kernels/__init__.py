@@ -1,0 +1,1 @@
+"""Bundled KernelBench-level-1-style problems, each with a reference Triton solution (see problems.py)."""

@@ -1,0 +1,152 @@
+"""Read one sweep directory back: each job's overrides, status, summary and logged metrics.
+
+Layout (Hydra's, plus two small files the sweep-report callback writes):
+
+    <sweep_dir>/sweep.json               name, swept keys, command (on_multirun_start)
+    <sweep_dir>/<n>/.hydra/overrides.yaml that job's task overrides (Hydra)
+    <sweep_dir>/<n>/status.json          running → completed | failed (+ error) (on_job_start / on_job_end)
+    <sweep_dir>/<n>/summary.json         before/after held-out metrics, wall time (rlx.train)
+    <sweep_dir>/<n>/metrics.csv          every logged metric by step (Lightning's CSVLogger)
+
+Nothing here imports torch or matplotlib.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+STATUS_FILE = "status.json"
+SWEEP_FILE = "sweep.json"
+
+
+def sweep_name(sweep_dir: str | Path) -> str:
+    """The sweep's name (and W&B group): the sweep directory's last two path components, e.g.
+    `eps_beta_g/2026-11-30_16-22-19` for `multirun/eps_beta_g/2026-11-30_16-22-19`."""
+    parts = Path(sweep_dir).parts
+    return "/".join(parts[-2:]) if len(parts) >= 2 else str(sweep_dir)
+
+
+def split_override(override: str) -> tuple[str, str]:
+    """`+algo.beta=0.04` → (`algo.beta`, `0.04`); `~key` → (`key`, `~`)."""
+    text = override.lstrip("+")
+    if text.startswith("~"):
+        return text[1:].split("=", 1)[0], "~"
+    key, _, value = text.partition("=")
+    return key, value
+
+
+def read_overrides(job_dir: Path) -> list[str]:
+    path = job_dir / ".hydra" / "overrides.yaml"
+    if not path.is_file():
+        return []
+    from omegaconf import OmegaConf  # Hydra writes a YAML list of strings
+
+    return [str(x) for x in OmegaConf.load(path)]
+
+
+def read_metrics(path: Path | None) -> dict[str, list[tuple[int, float]]]:
+    """metrics.csv → {metric: [(step, value), ...]} for the non-empty cells."""
+    if path is None or not path.is_file():
+        return {}
+    series: dict[str, list[tuple[int, float]]] = {}
+    with path.open(newline="") as f:
+        for row in csv.DictReader(f):
+            step = row.get("step")
+            if step in (None, ""):
+                continue
+            for key, value in row.items():
+                if key in ("step", "epoch") or value in (None, ""):
+                    continue
+                try:
+                    series.setdefault(key, []).append((int(float(step)), float(value)))
+                except ValueError:
+                    continue
+    return series
+
+
+def tail_mean(points: list[tuple[int, float]], fraction: float = 0.1) -> float | None:
+    """Mean of the last `fraction` of the points (at least one): the "final" value of a noisy RL curve."""
+    if not points:
+        return None
+    k = max(1, math.ceil(len(points) * fraction))
+    values = [v for _, v in points[-k:]]
+    return sum(values) / len(values)
+
+
+@dataclass
+class Run:
+    job_dir: Path
+    num: int | None
+    overrides: list[str]
+    status: str  # completed | failed | running (started, never ended: killed) | unknown
+    error: str | None = None
+    summary: dict = field(default_factory=dict)
+    metrics: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+
+    @property
+    def override_map(self) -> dict[str, str]:
+        return dict(split_override(o) for o in self.overrides)
+
+    def final(self, metric: str) -> float | None:
+        return tail_mean(self.metrics.get(metric, []))
+
+    def held_out(self, when: str, metric: str = "val/accuracy") -> float | None:
+        value = (self.summary.get(when) or {}).get(metric)
+        return None if value is None else float(value)
+
+
+def _metrics_path(job_dir: Path, summary: dict) -> Path | None:
+    candidates = [summary.get("metrics_csv"), job_dir / "metrics.csv"]
+    for c in candidates:
+        if c and Path(c).is_file():
+            return Path(c)
+    found = sorted(job_dir.glob("**/metrics.csv"))
+    return found[0] if found else None
+
+
+def load_run(job_dir: Path) -> Run:
+    summary = _read_json(job_dir / "summary.json")
+    status_doc = _read_json(job_dir / STATUS_FILE)
+    status = status_doc.get("status") or ("completed" if summary else "unknown")
+    if status == "completed" and not summary:  # the job function returned without finishing its run
+        status = "failed"
+        status_doc.setdefault("error", "no summary.json")
+    try:
+        num = int(job_dir.name)
+    except ValueError:
+        num = None
+    return Run(job_dir=job_dir, num=num, overrides=read_overrides(job_dir), status=status,
+               error=status_doc.get("error"), summary=summary,
+               metrics=read_metrics(_metrics_path(job_dir, summary)))
+
+
+def load_sweep(sweep_dir: str | Path) -> tuple[dict, list[Run]]:
+    """The sweep's own record (sweep.json, may be empty) and its runs, in job order."""
+    sweep_dir = Path(sweep_dir)
+    info = _read_json(sweep_dir / SWEEP_FILE)
+    jobs = [p.parent.parent for p in sweep_dir.glob("*/.hydra/overrides.yaml")]
+    runs = [load_run(j) for j in jobs]
+    runs.sort(key=lambda r: (r.num is None, r.num if r.num is not None else 0, r.job_dir.name))
+    return info, runs
+
+
+def differing_keys(runs: list[Run], swept: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """Override keys whose values are not the same in every run, plus the keys the sweep declared as swept,
+    in first-seen order."""
+    maps = [r.override_map for r in runs]
+    keys: list[str] = []
+    for m in maps:
+        keys += [k for k in m if k not in keys]
+    differ = [k for k in keys if len({m.get(k) for m in maps}) > 1 or k in swept]
+    return differ + [k for k in swept if k not in differ and any(k in m for m in maps)]
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}

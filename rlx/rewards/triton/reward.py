@@ -1,0 +1,159 @@
+"""reward=triton: a KernelBench-format task (`source`: Model, get_inputs, get_init_inputs) and a completion
+that defines `ModelNew` launching @triton.jit kernels. An optional row field `preamble` (imports the prompt
+already showed, see data=kernels) is prepended to the completion.
+
+Checks, each with its own label in `details["checks"]`:
+  parses, defines_model_new, defines_jit_kernel   static, in this process (FORMAT / VIOLATION);
+  launched        every trial launched at least one Triton kernel (counted at runtime, not by regex);
+  no_fallback     no torch compute inside ModelNew.forward (allow-list TorchFunctionMode);
+  in_bounds, inputs_unchanged   canary padding around every buffer, inputs compared after the call;
+  correct         all seeded trials match the reference run (separate sandbox run, cached): exact dtype and
+                  shape, finite, KernelBench atol = rtol (1e-4 fp32, 1e-2 fp16/bf16);
+  speedup         GPU only: reference and candidate timed by the harness with CUDA events after warm-up,
+                  L2 flushed; on CPU kernels run under TRITON_INTERPRET=1 and speed is reported as
+                  unavailable (None), never estimated.
+Reward = valid × (correct + speedup_weight · min(speedup, speedup_cap)), the speedup term only when correct
+and measured. Components: valid, compiled (forward ran without raising), correct, fast_1 (correct and
+faster than torch; 0 where unmeasured).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+
+from rlx.rewards.base import Status, Verdict
+from rlx.rewards.sandbox.isolation import Limits
+from rlx.rewards.sandbox.pool import SandboxPool
+from rlx.rewards.triton.tensors import compare
+from rlx.rewards.unit_tests import extract_code
+from rlx.rewards.verdicts import run_status
+
+HARNESS = "rlx.rewards.triton.harness:run"
+
+
+def static_checks(code: str) -> dict[str, bool]:
+    checks = {"parses": False, "defines_model_new": False, "defines_jit_kernel": False}
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return checks
+    checks["parses"] = True
+    checks["defines_model_new"] = any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in tree.body)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            for dec in node.decorator_list:
+                target = dec.func if isinstance(dec, ast.Call) else dec
+                if ast.unparse(target) in ("triton.jit", "jit"):
+                    checks["defines_jit_kernel"] = True
+    return checks
+
+
+def decide(checks: dict, result: dict, reference: dict, speedup_cap: float, speedup_weight: float) -> Verdict:
+    """Verdict from static checks, the candidate's sandbox result and the reference run's result."""
+    zero = {"valid": 0.0, "compiled": 0.0, "correct": 0.0, "fast_1": 0.0}
+    if not (checks["parses"] and checks["defines_model_new"]):
+        return Verdict(0.0, Status.FORMAT, zero, {"checks": checks})
+    if not checks["defines_jit_kernel"]:
+        return Verdict(0.0, Status.VIOLATION, zero, {"checks": checks, "reason": "no @triton.jit kernel"})
+    status, why = run_status(reference)
+    if status is not None or len([r for r in reference["records"] if "trial" in r]) == 0:
+        return Verdict(0.0, Status.INFRA, {}, {"checks": checks, "reason": f"reference run failed: {why}"})
+    status, why = run_status(result)
+    base = {"wall_s": result.get("wall_s"), "output_tail": result.get("output_tail")}
+    if status is not None:
+        return Verdict(0.0, status, zero, {**base, "checks": checks, "reason": why})
+    expected = {r["trial"]: r for r in reference["records"] if "trial" in r}
+    trials = {}
+    for record in result["records"]:
+        if isinstance(record.get("trial"), int) and record["trial"] not in trials:
+            trials[record["trial"]] = record
+    got = [trials.get(t, {}) for t in sorted(expected)]
+    errors = [r.get("error") for r in got if r.get("error") or not r]
+    comparisons = [compare(r.get("output"), expected[t]["output"]) if "output" in r and r["output"] else (False, "")
+                   for t, r in zip(sorted(expected), got)]
+    checks = {**checks,
+              "launched": all(r.get("launches", 0) > 0 for r in got),
+              "no_fallback": not any(r.get("refused") for r in got),
+              "in_bounds": all(r.get("canaries_ok") is True for r in got),
+              "inputs_unchanged": all(r.get("inputs_unchanged") is True for r in got),
+              "compiled": not errors,
+              "correct": all(ok for ok, _ in comparisons)}
+    details = {**base, "checks": checks, "errors": errors[:3], "mismatch": [why for ok, why in comparisons if not ok][:3]}
+    valid = all(checks[k] for k in ("launched", "no_fallback", "in_bounds", "inputs_unchanged"))
+    speedup = _speedup(result, reference)
+    details["speedup"] = speedup if speedup is not None else "unavailable (no GPU timing: CPU/TRITON_INTERPRET)"
+    correct = float(checks["correct"] and checks["compiled"])
+    components = {"valid": float(valid), "compiled": float(checks["compiled"]), "correct": correct * valid,
+                  "fast_1": float(bool(valid and correct and speedup is not None and speedup > 1.0))}
+    if not checks["compiled"] and checks["no_fallback"]:
+        return Verdict(0.0, Status.CRASH, {**components, "valid": 0.0}, {**details, "reason": "forward raised"})
+    if not valid:
+        failed = [k for k in ("launched", "no_fallback", "in_bounds", "inputs_unchanged") if not checks[k]]
+        return Verdict(0.0, Status.VIOLATION, {**components, "correct": 0.0}, {**details, "reason": f"failed {failed}"})
+    if not correct:
+        return Verdict(0.0, Status.FAIL, components, details)
+    term = speedup_weight * min(speedup, speedup_cap) if speedup is not None else 0.0
+    return Verdict(1.0 + term, Status.PASS, components, details)
+
+
+def _speedup(result: dict, reference: dict) -> float | None:
+    def timing(res):
+        found = [r for r in res["records"] if r.get("event") == "timing"]
+        return found[0] if found else None
+
+    new, ref = timing(result), timing(reference)
+    if not new or not ref or new.get("refused") or not isinstance(new.get("ms"), (int, float)) or new["ms"] <= 0:
+        return None
+    return float(ref["ms"]) / float(new["ms"])
+
+
+class TritonReward:
+    required_fields = ("source",)
+
+    def __init__(self, workers: int, device: str, trials: int, seed: int, speedup_cap: float,
+                 speedup_weight: float, time_repeats: int, limits: dict, hide: list[str], base_uid: int) -> None:
+        if device not in ("auto", "cpu", "cuda"):
+            raise ValueError(f"reward.device must be 'auto', 'cpu' or 'cuda' (got {device!r})")
+        if device == "auto":  # the same command scores on a GPU machine and on a CPU-only one
+            import torch
+
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.device, self.trials, self.seed = device, trials, seed
+        self.speedup_cap, self.speedup_weight, self.time_repeats = speedup_cap, speedup_weight, time_repeats
+        self.limits = Limits(**limits)
+        env = {"TRITON_INTERPRET": "1"} if device == "cpu" else {}
+        self.pool = SandboxPool(workers, preload=("torch", "triton", "numpy", HARNESS.split(":")[0]), env=env,
+                                hide=tuple(hide), base_uid=base_uid)
+        self._references: dict[str, dict] = {}
+
+    def _payload(self, source: str, mode: str, candidate: str) -> dict:
+        return {"source": source, "mode": mode, "candidate": candidate, "device": self.device,
+                "seeds": [self.seed + 1000 * t for t in range(self.trials)], "init_seed": self.seed,
+                "time": self.device == "cuda", "time_repeats": self.time_repeats}
+
+    def _references_for(self, sources: list[str]) -> dict[str, dict]:
+        """Reference results by source hash; clean runs are cached for the rest of training."""
+        keys = {hashlib.sha256(s.encode()).hexdigest(): s for s in sources}
+        missing = sorted(k for k in keys if k not in self._references)
+        fresh = self.pool.run([(HARNESS, self._payload(keys[k], "reference", ""), self.limits) for k in missing])
+        found = {k: self._references[k] for k in keys if k in self._references}
+        for key, result in zip(missing, fresh):
+            found[key] = result
+            if run_status(result)[0] is None:
+                self._references[key] = result
+        return found
+
+    def __call__(self, completions: list[str], rows: list[dict]) -> list[Verdict]:
+        references = self._references_for([row["source"] for row in rows])
+        codes = [row.get("preamble", "") + extract_code(c) for c, row in zip(completions, rows, strict=True)]
+        checks = [static_checks(code) for code in codes]
+        runnable = [i for i, c in enumerate(checks) if all(c.values())]
+        results = dict(zip(runnable, self.pool.run(
+            [(HARNESS, self._payload(rows[i]["source"], "candidate", codes[i]), self.limits) for i in runnable])))
+        return [decide(checks[i], results.get(i, {"infra": "not run"}),
+                       references[hashlib.sha256(row["source"].encode()).hexdigest()], self.speedup_cap,
+                       self.speedup_weight) for i, row in enumerate(rows)]
+
+    def close(self) -> None:
+        self.pool.close()

@@ -1,0 +1,39 @@
+"""Shared by the sweep tests: the repo root, tiny-run overrides, a CLI runner and a markdown-table reader."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+# Seconds per run on a 2-core CPU: a 30-step warm start (cached by recipe after the first test session),
+# 2 RL steps of 2 prompts × 2 completions, 32 held-out prompts.
+TINY = [
+    "trainer.max_steps=2", "trainer.val_check_interval=2", "algo.prompts_per_step=2", "algo.group_size=2",
+    "model.warm_start.steps=30", "model.warm_start.min_greedy_match=0", "data.val_size=32",
+    "samples_every=1",
+]
+
+
+def offline_env() -> dict:
+    """No W&B key, no W&B network: what a fresh CI machine looks like."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
+    env.update(NETRC=os.devnull, WANDB_SILENT="true", HYDRA_FULL_ERROR="0")
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
+    return env
+
+
+def run_rlx(*args: str, cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rlx", *args], cwd=cwd, env=offline_env(), text=True,
+                          capture_output=True, timeout=timeout)
+
+
+def md_table(text: str) -> list[dict[str, str]]:
+    """The first markdown table in `text` as a list of {header: cell} rows (backticks stripped)."""
+    lines = [line for line in text.splitlines() if line.startswith("|")]
+    cells = [[c.strip().strip("`") for c in line.strip("|").split(" | ")] for line in lines]
+    header, body = cells[0], cells[2:]
+    return [dict(zip(header, row)) for row in body]
