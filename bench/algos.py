@@ -1,6 +1,7 @@
 """The five algorithms side by side on the embedded default: held-out accuracy, wall time and peak memory.
 
     python bench/algos.py --seeds 0 1 2 [--out outputs/bench-algos] [--extra trainer.max_steps=100 ...]
+                          [--results bench/RESULTS-algos.md]
 
 For each seed it first builds (or finds cached) that seed's SFT warm start in a separate process, so no run's
 wall time or peak memory includes the SFT; then it runs `python -m rlx -m algo=ppo,grpo,dr_grpo,dapo,reinforce
@@ -107,14 +108,17 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=REPO / "outputs" / "bench-algos")
     parser.add_argument("--extra", nargs="*", default=[], help="overrides passed to every run")
     parser.add_argument("--table-only", action="store_true", help="print the table from existing runs")
+    parser.add_argument("--results", type=Path, help="also write the table and the command to this markdown file")
     args = parser.parse_args()
     start = time.perf_counter()
     if not args.table_only:
         for seed in args.seeds:
             run_seed(seed, args.out, args.extra)
-    print(table(args.out, args.seeds))
-    print()
-    print(state_memory(args.extra))
+    report = f"{table(args.out, args.seeds)}\n\n{state_memory(args.extra)}"
+    print(report)
+    if args.results:
+        command = " ".join(["python bench/algos.py --seeds", *map(str, args.seeds), *(["--extra", *args.extra] if args.extra else [])])
+        args.results.write_text(f"# Five algorithms on the embedded default\n\nCommand: `{command}`\n\n{report}\n")
     print(f"\n(benchmark wall time {time.perf_counter() - start:.0f} s; runs under {args.out})")
 
 
