@@ -4,8 +4,9 @@
                           [--results bench/RESULTS-algos.md]
 
 For each seed it first builds (or finds cached) that seed's SFT warm start in a separate process, so no run's
-wall time or peak memory includes the SFT; then it runs `python -m rlx -m algo=ppo,grpo,dr_grpo,dapo,reinforce
-seed=<s>` and reads every job's summary.json. A job whose summary.json already exists is not rerun, so an
+wall time or peak memory includes the SFT; then it runs `python -m rlx algo=<a> seed=<s>` for each algorithm,
+each in its own process (a multirun's jobs share one process, whose resident memory only grows from job to
+job, so its later jobs' peaks would include the earlier jobs' leftovers), and reads every summary.json. A job whose summary.json already exists is not rerun, so an
 interrupted benchmark continues where it stopped. Prints a markdown table (mean ± std over seeds).
 """
 
@@ -56,9 +57,9 @@ def run_seed(seed: int, out: Path, extra: list[str]) -> None:
     model_extra = [e for e in extra if e.startswith("model.")]
     subprocess.run([sys.executable, "-c", WARM_START.format(conf=REPO / "conf", seed=seed, extra=model_extra)],
                    cwd=REPO, env=env(), check=True)
-    subprocess.run([sys.executable, "-m", "rlx", "-m", f"algo={','.join(todo)}", f"seed={seed}",
-                    f"hydra.sweep.dir={out / f'seed{seed}'}", "hydra.sweep.subdir=${algo.name}", *extra],
-                   cwd=REPO, env=env(), check=True)
+    for algo in todo:
+        subprocess.run([sys.executable, "-m", "rlx", f"algo={algo}", f"seed={seed}",
+                        f"hydra.run.dir={out / f'seed{seed}' / algo}", *extra], cwd=REPO, env=env(), check=True)
 
 
 def state_memory(extra: list[str]) -> str:
