@@ -98,6 +98,7 @@ class RLModule(LightningModule):
     def training_step(self, step, batch_idx):
         step = self.global_step  # the RL step being taken (global_step advances inside update)
         self.policy.eval()  # sampling and log-probs without dropout, so ratios start at exactly 1
+        self.sampler.begin_step(step)
         batch, stats = collect(self.policy, self.tokenizer, self.reward, self.sampler, self.task.train,
                                self.algo.prompts_per_step, self.algo.group_size, self.task.max_new_tokens,
                                self.algo.temperature, self.tokenizer.pad_token_id)
@@ -204,6 +205,7 @@ class RLModule(LightningModule):
         metrics = {
             "reward/mean": batch.rewards[valid].mean() if valid.any() else torch.tensor(0.0),
             "reward/zero_std_frac": stats.zero_std_groups / max(1, stats.groups_generated),
+            "reward/zero_std_frac_batch": stats.batch_zero_std_groups / max(1, stats.batch_groups),
             "reward/infra_frac": stats.status_counts.get(Status.INFRA.value, 0) / max(1, sum(stats.status_counts.values())),
             "adv/mean": adv.mean(),
             "adv/std": adv.std(unbiased=False),

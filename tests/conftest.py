@@ -14,7 +14,7 @@ CONF = REPO / "conf"
 FAST_MODEL = [
     "model.warm_start.steps=40",
     "model.warm_start.corpus_size=2000",
-    "model.warm_start.min_greedy_match=0",
+    "data.warm_start_min_match=0",
     "model.warm_start.max_attempts=1",
 ]
 

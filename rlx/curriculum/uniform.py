@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import random
 
-from rlx.curriculum.base import PromptSampler
+from rlx.curriculum.base import PromptSampler, check_size
 
 
 class UniformSampler(PromptSampler):
     def __init__(self, seed: int) -> None:
+        super().__init__()
         self.rng = random.Random(seed)
         self.order: list[int] = []
         self.position = 0
         self.epoch = 0
-        self.size = 0
-
-    def bind(self, rows: list[dict]) -> None:
-        self.size = len(rows)
 
     def _reshuffle(self) -> None:
         self.order = list(range(self.size))
@@ -35,13 +32,13 @@ class UniformSampler(PromptSampler):
         return picked
 
     def metrics(self) -> dict[str, float]:
-        return {"curriculum/epoch": float(self.epoch)}
+        return {**super().metrics(), "curriculum/epoch": float(self.epoch)}
 
     def state_dict(self) -> dict:
         return {"rng": self.rng.getstate(), "order": list(self.order), "position": self.position,
                 "epoch": self.epoch, "size": self.size}
 
     def load_state_dict(self, state: dict) -> None:
+        check_size(self, state)
         self.rng.setstate(state["rng"])
-        self.order, self.position = list(state["order"]), state["position"]
-        self.epoch, self.size = state["epoch"], state["size"]
+        self.order, self.position, self.epoch = list(state["order"]), state["position"], state["epoch"]

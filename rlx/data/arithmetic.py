@@ -42,6 +42,8 @@ class ArithmeticTask(Task):
         split_seed: int,
         teacher_carry_drop: float,
         max_new_tokens: int,
+        warm_start_min_match: float,
+        warm_start_plateau_loss: float | None,
     ) -> None:
         if not 0 <= low < high:
             raise ValueError(f"data.low/data.high must satisfy 0 <= low < high (got {low}, {high})")
@@ -55,6 +57,8 @@ class ArithmeticTask(Task):
         self.val = [self._row(a, b) for a, b in pairs[:val_size]]
         self.teacher_carry_drop = teacher_carry_drop
         self.max_new_tokens = max_new_tokens
+        self.warm_start_min_match = warm_start_min_match
+        self.warm_start_plateau_loss = warm_start_plateau_loss
 
     @staticmethod
     def _row(a: int, b: int) -> dict:

@@ -14,6 +14,11 @@ class Task:
     train: list[dict]
     val: list[dict]
     max_new_tokens: int
+    # How well a student must imitate this task's teacher for its warm start to count: the share of greedy
+    # answers equal to the teacher's sampled ones (a noisy teacher caps it below 1), and the SFT loss above
+    # which an attempt is still on a stuck plateau (None: no early check). Tasks with a known teacher set both.
+    warm_start_min_match: float = 0.3
+    warm_start_plateau_loss: float | None = None
 
     def check_fields(self, fields: tuple[str, ...]) -> None:
         """Every row of both splits must carry `prompt` and the reward's `fields`."""

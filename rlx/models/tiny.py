@@ -63,8 +63,9 @@ class TinyModel:
 
     def cache_key(self, task) -> str:
         ws = None if self.warm_start is None else vars(self.warm_start)
+        checks = [task.warm_start_min_match, task.warm_start_plateau_loss] if ws else None
         blob = json.dumps({"v": FORMAT_VERSION, "arch": self.arch, "warm_start": ws,
-                           "task": task.fingerprint() if ws else None}, sort_keys=True)
+                           "task": task.fingerprint() if ws else None, "checks": checks}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def __call__(self, task) -> LoadedModel:
@@ -82,27 +83,28 @@ class TinyModel:
         ws = self.warm_start
         attempts = 1 if ws is None else ws.max_attempts
         for attempt in range(attempts):
-            # A stuck initialisation is retried with a new seed and a smaller init scale (measured to help).
-            init_std = self.arch["init_std"] * (0.8 ** attempt)
+            # A stuck initialisation is retried with a new seed and the retry init scale.
+            init_std = self.arch["init_std"] if attempt == 0 else ws.retry_init_std
             model = build_tiny_llama(tokenizer, **{**self.arch, "init_std": init_std},
                                      seed=(ws.seed if ws else 0) + 1000 * attempt)
             if ws is None:
                 break
             start = time.perf_counter()
             examples = task.warm_start_examples(ws.corpus_size, ws.seed)
-            losses = supervised_finetune(model, tokenizer, examples, ws, seed=ws.seed + attempt)
+            losses = supervised_finetune(model, tokenizer, examples, ws, seed=ws.seed + attempt,
+                                         plateau_loss=task.warm_start_plateau_loss)
             match = greedy_match_rate(model, tokenizer, examples[:256], task.max_new_tokens)
             report["attempts"].append({"init_std": init_std, "losses": losses, "greedy_match": match,
                                        "seconds": round(time.perf_counter() - start, 1)})
             log.info("warm start attempt %d: final loss %.3f, greedy match with the teacher %.2f (%.0f s)",
                      attempt + 1, losses[-1], match, time.perf_counter() - start)
-            if match >= ws.min_greedy_match:
+            if match >= task.warm_start_min_match:
                 break
-            log.warning("warm start looks stuck (greedy match %.2f < model.warm_start.min_greedy_match=%.2f); "
-                        "retrying with a new initialisation", match, ws.min_greedy_match)
+            log.warning("warm start looks stuck (greedy match %.2f < data.warm_start_min_match=%.2f); "
+                        "retrying with a new initialisation", match, task.warm_start_min_match)
         else:
             raise RuntimeError(f"warm start stuck after {attempts} attempts: {report['attempts']}. Raise "
-                               "model.warm_start.steps or lower model.warm_start.min_greedy_match")
+                               "model.warm_start.steps or lower data.warm_start_min_match")
         # Write to a temporary sibling and rename: parallel sweep jobs never see a half-written model.
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".building-"))

@@ -25,6 +25,8 @@ class RolloutStats:
     tokens: int
     seconds: float
     status_counts: dict[str, int]
+    batch_groups: int  # groups in the batch that is trained on (kept, after trimming)
+    batch_zero_std_groups: int  # of those, groups whose rewards are all equal (no gradient)
 
 
 def score(reward, completions: list[str], rows: list[dict]) -> list[Verdict]:
@@ -98,7 +100,9 @@ def collect(policy, tokenizer, reward, sampler, rows, prompts_per_step: int, gro
         for s in batch.statuses:
             statuses[s] = statuses.get(s, 0) + 1
         last = batch
-        rows_kept = torch.tensor([i for i, k in enumerate(keep) for _ in range(group_size) if k], dtype=torch.long)
+        # Group i's completions are rows i*G .. i*G+G-1 of the round's batch.
+        rows_kept = torch.tensor([i * group_size + j for i, k in enumerate(keep) if k for j in range(group_size)],
+                                 dtype=torch.long)
         if len(rows_kept):
             sub = batch.select(rows_kept.to(batch.input_ids.device))
             sub.group_index = torch.unique(sub.group_index, return_inverse=True)[1]
@@ -109,5 +113,7 @@ def collect(policy, tokenizer, reward, sampler, rows, prompts_per_step: int, gro
     result = concat(kept, pad_id) if kept else last
     if n_kept > prompts_per_step:  # a sampler that oversamples may overfill the last round
         result = result.select(torch.nonzero(result.group_index < prompts_per_step).squeeze(-1))
-    stats = RolloutStats(rounds, generated, zero_std, tokens, time.perf_counter() - start, statuses)
+    in_batch = grouped_rewards(result, group_size)
+    stats = RolloutStats(rounds, generated, zero_std, tokens, time.perf_counter() - start, statuses,
+                         len(in_batch), sum(1 for g in in_batch if len(g) > 0 and max(g) == min(g)))
     return result, stats

@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[2]
 # 2 RL steps of 2 prompts × 2 completions, 32 held-out prompts.
 TINY = [
     "trainer.max_steps=2", "trainer.val_check_interval=2", "algo.prompts_per_step=2", "algo.group_size=2",
-    "model.warm_start.steps=30", "model.warm_start.min_greedy_match=0", "data.val_size=32",
+    "model.warm_start.steps=30", "data.warm_start_min_match=0", "data.val_size=32",
     "samples_every=1",
 ]
 

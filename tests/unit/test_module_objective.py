@@ -37,7 +37,7 @@ class ScriptedReward:
 def parts():
     tok = build_char_tokenizer()
     model = build_tiny_llama(tok, 32, 1, 2, 64, 64, 0.02, seed=0)
-    task = ArithmeticTask(10, 20, 10, 0, 0.5, 4)
+    task = ArithmeticTask(10, 20, 10, 0, 0.5, 4, warm_start_min_match=0.0, warm_start_plateau_loss=None)
     return tok, model, task
 
 

@@ -11,6 +11,7 @@ import ctypes
 import os
 import resource
 import signal
+import sys
 from dataclasses import dataclass
 
 CLONE_NEWNS = 0x00020000
@@ -19,6 +20,8 @@ CLONE_NEWNET = 0x40000000
 MS_RDONLY = 1
 MS_NOSUID = 2
 MS_NODEV = 4
+MS_REMOUNT = 32
+MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
 
@@ -79,10 +82,31 @@ def private_filesystem(disk_mb: int, hide_paths: tuple[str, ...]) -> None:
     (task data, reference solutions), so the candidate can neither leave files behind nor read answers."""
     for target in ("/tmp", "/var/tmp", "/dev/shm"):
         if os.path.isdir(target):
+            kept = interpreter_paths_under(target)
+            handles = [(path, os.open(path, os.O_PATH)) for path in kept]  # reachable after the tmpfs hides them
             mount_tmpfs(target, disk_mb, read_only=False)
+            for path, fd in handles:
+                bind_read_only(f"/proc/self/fd/{fd}", path)
+                os.close(fd)
     for path in hide_paths:
         if os.path.isdir(path):
             mount_tmpfs(path, 1, read_only=True)
+
+
+def interpreter_paths_under(target: str) -> list[str]:
+    """The interpreter's own import paths (a checkout or virtualenv cloned under /tmp, say) that a fresh
+    tmpfs on `target` would hide: they are bound back read-only so the candidate can still import."""
+    root = os.path.realpath(target) + os.sep
+    paths = {os.path.realpath(p) for p in (sys.prefix, *sys.path) if p and os.path.isdir(p)}
+    inside = sorted(p for p in paths if p.startswith(root))
+    return [p for p in inside if not any(p.startswith(q + os.sep) for q in inside if q != p)]
+
+
+def bind_read_only(source: str, target: str) -> None:
+    os.makedirs(target, exist_ok=True)
+    _check(_libc.mount(source.encode(), target.encode(), None, MS_BIND | MS_REC, None), f"bind {target}")
+    flags = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV
+    _check(_libc.mount(None, target.encode(), None, flags, None), f"remount {target} read-only")
 
 
 def apply_limits(limits: Limits) -> None:
