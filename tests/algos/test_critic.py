@@ -77,7 +77,7 @@ def ppo_module(tiny):
         minibatches=2, max_grad_norm=1.0, temperature=1.0, optimizer=lambda p: torch.optim.AdamW(p, lr=1e-3),
         lr_schedule=constant, shaping=RewardShaping(None, None, None, None, False), critic=critic_settings(),
     )
-    task = ArithmeticTask(10, 20, 10, 0, 0.5, 4)
+    task = ArithmeticTask(10, 20, 10, 0, 0.5, 4, warm_start_min_match=0.0, warm_start_plateau_loss=None)
     critic = algo.critic.build(policy)
     return RLModule(policy, tok, task, FirstCharBelowM(), GAE(1.0, 0.95, True), algo, UniformSampler(0),
                     critic=critic)

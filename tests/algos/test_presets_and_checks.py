@@ -42,6 +42,9 @@ def test_presets_compose_the_papers_axes(cfg_factory):
     assert (algo.policy_loss.epsilon, algo.policy_loss.epsilon_high) == (0.2, 0.28)
     assert algo.beta == 0.0 and not algo.reference
     assert (algo.shaping.max_length, algo.shaping.cache_length) == (4, 1) and not algo.shaping.filter_truncated
+    cfg = cfg_factory("algo=dapo")
+    assert cfg.curriculum._target_ == "rlx.curriculum.dynamic.DynamicSampler"  # dynamic sampling
+    assert cfg_factory("algo=dapo", "curriculum=uniform").curriculum._target_.endswith("UniformSampler")
 
     algo, adv = check(cfg_factory, "algo=reinforce")
     assert isinstance(adv, RunningMean) and isinstance(algo.policy_loss, PolicyGradient)
