@@ -36,9 +36,19 @@ def check_algorithm(algo, advantage, has_critic: bool) -> None:
             f"Set algo.group_size=8, or use an estimator that works with one rollout per prompt "
             f"(algo=ppo or algo=reinforce)"
         )
-    if getattr(advantage, "needs_critic", False) and not has_critic:
+    if advantage.needs_critic and not has_critic:
         raise ConfigError(f"advantage={type(advantage).__name__} needs a value network, but this run has no "
-                          "critic: use algo=ppo (which adds one) or a group advantage such as advantage=group_norm")
+                          "critic (algo.critic=null): use algo=ppo (which adds one) or a group advantage such as "
+                          "advantage=group_norm")
+    if has_critic and not advantage.needs_critic:
+        raise ConfigError(f"algo.critic is set but advantage={type(advantage).__name__} never reads its values: "
+                          "the critic would cost a second model's memory for nothing. Set algo.critic=null, or "
+                          "advantage=gae")
+    if not advantage.reads_token_rewards and (algo.uses_reference and algo.kl_in_reward or algo.shaping.active):
+        raise ConfigError(
+            f"advantage={type(advantage).__name__} credits the reward's components directly, so "
+            f"algo.kl_in_reward=true (with algo.beta={algo.beta}) or algo.shaping would be silently ignored. "
+            "Set algo.kl_in_reward=false (the KL then goes in the loss) and turn algo.shaping's options off")
     if algo.update_epochs < 1 or algo.minibatches < 1:
         raise ConfigError(f"algo.update_epochs and algo.minibatches must be >= 1 "
                           f"(got {algo.update_epochs}, {algo.minibatches})")
@@ -49,7 +59,10 @@ def check_algorithm(algo, advantage, has_critic: bool) -> None:
             "Set both to 1, or use the clipped ratio (rlx.algos.losses.ClippedRatio)"
         )
     if algo.beta < 0:
-        raise ConfigError(f"algo.beta must be >= 0 (got {algo.beta}); 0 disables the KL term and the reference")
+        raise ConfigError(f"algo.beta must be >= 0 (got {algo.beta}); 0 disables the KL term")
+    if algo.beta > 0 and not algo.reference:
+        raise ConfigError(f"algo.beta={algo.beta} puts a KL penalty to the reference model, but algo.reference=false "
+                          "loads none. Set algo.reference=true, or algo.beta=0")
     if algo.temperature <= 0:
         raise ConfigError(f"algo.temperature must be > 0 (got {algo.temperature})")
 

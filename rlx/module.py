@@ -2,8 +2,10 @@
 
 One training step reads top to bottom:
     collect  — sample prompts, generate a group per prompt with the KV cache, score (rlx.rollout.collect)
-    prepare  — reference / sampling-policy log-probs, per-token rewards, advantages (the `advantage` group)
-    update   — μ epochs × minibatches of the policy loss + β·KL, one optimiser step per minibatch
+    prepare  — reward shaping, reference / sampling-policy log-probs, per-token rewards, critic values,
+               advantages (the `advantage` group)
+    update   — μ epochs × minibatches of the policy loss + β·KL, one optimiser step per minibatch; with a
+               critic (PPO) also the value loss, stepped by the critic's own optimiser
 `trainer.global_step` counts RL steps (not optimiser steps), so `trainer.max_steps` is the number of RL steps.
 """
 
@@ -64,6 +66,7 @@ class RLModule(LightningModule):
             reference.requires_grad_(False).eval()
         self.tokenizer, self.task, self.reward = tokenizer, task, reward
         self.advantage, self.algo, self.sampler = advantage, algo, sampler
+        self.advantage.bind(tokenizer)
         self.sampler.bind(task.train)
         self.val_batch_size = val_batch_size
         self.samples_path = Path(samples_path) if samples_path else None
@@ -80,7 +83,9 @@ class RLModule(LightningModule):
     def configure_optimizers(self):
         optimizer = self.algo.optimizer(self.policy.parameters())
         schedule = self.algo.lr_schedule(optimizer, total_steps=max(1, self.trainer.max_steps))
-        return [optimizer], [schedule]
+        # The critic's optimiser (constant lr) is the second one: Lightning checkpoints both.
+        critic = [] if self.critic is None else [self.algo.critic.optimizer(self.critic.parameters())]
+        return [optimizer, *critic], [schedule]
 
     def _move_reference(self) -> None:
         if self.reference is not None:
@@ -106,6 +111,7 @@ class RLModule(LightningModule):
     def prepare(self, batch: RolloutBatch) -> None:
         algo, t = self.algo, self.algo.temperature
         args = (batch.input_ids, batch.attention_mask, batch.response_width, t)
+        shaped, batch.valid = algo.shaping(batch)  # [N], [N] clipped / length-penalised; overlong-filtered
         if algo.uses_reference:
             batch.ref_logp = sequence_logprobs(self.reference, *args)  # [N, T]
         # One epoch, one minibatch: the first update's own log-probs are the sampling policy's (the weights
@@ -115,7 +121,7 @@ class RLModule(LightningModule):
         mask = batch.response_mask.float()  # [N, T]
         last = (batch.response_mask.sum(-1) - 1).clamp(min=0)  # [N] index of each completion's last token
         token_rewards = torch.zeros_like(mask)  # [N, T]
-        token_rewards[torch.arange(len(last), device=last.device), last] = batch.rewards * batch.valid
+        token_rewards[torch.arange(len(last), device=last.device), last] = shaped * batch.valid
         if algo.uses_reference and algo.kl_in_reward:
             token_rewards -= algo.beta * algo.kl(batch.old_logp, batch.ref_logp) * mask  # [N, T]
         batch.token_rewards = token_rewards
@@ -125,7 +131,8 @@ class RLModule(LightningModule):
 
     def update(self, batch: RolloutBatch) -> dict[str, float]:
         algo = self.algo
-        optimizer = self.optimizers()
+        optimizers = self.optimizers()
+        optimizer, *critic_optimizer = optimizers if isinstance(optimizers, list) else [optimizers]
         schedule = self.lr_schedulers()
         n = batch.input_ids.shape[0]
         totals: dict[str, float] = {}
@@ -145,6 +152,8 @@ class RLModule(LightningModule):
                 # Only the last optimiser step of the RL step goes through Lightning's wrapper, which is
                 # what advances trainer.global_step: one global step per RL step.
                 (optimizer if done == updates else optimizer.optimizer).step()
+                if critic_optimizer:
+                    metrics.update(self.critic_update(mb, critic_optimizer[0].optimizer))
                 for key, value in metrics.items():
                     totals[key] = totals.get(key, 0.0) + float(value) / updates
         schedule.step()
@@ -172,6 +181,18 @@ class RLModule(LightningModule):
         metrics["loss/approx_kl"] = token_mean(torch.exp(log_ratio) - 1 - log_ratio, mask)  # k3(π_old ‖ π_θ)
         metrics["loss"] = loss
         return metrics
+
+    def critic_update(self, mb: RolloutBatch, optimizer) -> dict:
+        """One step of the critic on the value loss (its raw optimiser: global_step counts policy steps)."""
+        values = self.critic(mb.input_ids, mb.attention_mask, mb.response_width)  # [n, T]
+        mask = mb.response_mask * mb.valid[:, None]  # [n, T]
+        loss = token_mean(self.algo.critic.loss(values, mb.values, mb.returns), mask)
+        optimizer.zero_grad(set_to_none=True)
+        self.manual_backward(loss)
+        norm = torch.nn.utils.clip_grad_norm_(self.critic.parameters(), self.algo.critic.max_grad_norm)
+        optimizer.step()
+        return {"loss/value": loss.detach(), "optim/critic_grad_norm": float(norm),
+                "critic/value_mean": token_mean(mb.values, mask)}
 
     # ---------------------------------------------------------------- logging
     def log_step(self, batch: RolloutBatch, stats, losses: dict[str, float]) -> None:
@@ -234,6 +255,7 @@ class RLModule(LightningModule):
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         checkpoint["rlx"] = {
             "sampler": self.sampler.state_dict(),
+            "advantage": self.advantage.state_dict(),
             "before": self.before_metrics,
             "rng": {"python": random.getstate(), "numpy": numpy_rng_state(),
                     "torch": torch.get_rng_state(),
@@ -243,6 +265,7 @@ class RLModule(LightningModule):
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         state = checkpoint["rlx"]
         self.sampler.load_state_dict(state["sampler"])
+        self.advantage.load_state_dict(state["advantage"])
         self.before_metrics = state["before"]
         random.setstate(state["rng"]["python"])
         set_numpy_rng_state(state["rng"]["numpy"])

@@ -25,18 +25,18 @@ def build(cfg: DictConfig) -> tuple[RLModule, pl.Trainer]:
     pl.seed_everything(cfg.seed, workers=True)
     algo = build_node(cfg, "algo")
     advantage = build_node(cfg, "advantage")
-    critic_factory = None  # PPO's value network plugs in here (the critic slot of RLModule)
-    check_algorithm(algo, advantage, has_critic=critic_factory is not None)
+    check_algorithm(algo, advantage, has_critic=algo.critic is not None)
     task = build_node(cfg, "data")
     reward = build_node(cfg, "reward")
     check_task(task, reward)
     sampler = build_node(cfg, "curriculum")
     loaded = build_node(cfg, "model")(task)
     reference = copy.deepcopy(loaded.policy) if algo.uses_reference else None  # the starting (SFT) policy
+    critic = algo.critic.build(loaded.policy) if algo.critic is not None else None  # PPO's value network
     run_dir = Path(cfg.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     module = RLModule(
-        loaded.policy, loaded.tokenizer, task, reward, advantage, algo, sampler, reference=reference,
+        loaded.policy, loaded.tokenizer, task, reward, advantage, algo, sampler, reference=reference, critic=critic,
         val_batch_size=cfg.val_batch_size, samples_path=str(run_dir / "samples.jsonl"),
         samples_every=cfg.samples_every, samples_per_step=cfg.samples_per_step,
     )
@@ -51,6 +51,7 @@ def validate(trainer: pl.Trainer, module: RLModule) -> dict:
 
 def train(cfg: DictConfig) -> dict:
     start = time.perf_counter()
+    reset_peak_memory()  # a multirun runs its jobs in one process: each summary reports its own peak
     run_dir = Path(cfg.run_dir)
     module, trainer = build(cfg)
     OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
@@ -83,6 +84,17 @@ def train(cfg: DictConfig) -> dict:
     }
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def reset_peak_memory() -> None:
+    """Start this run's peak-memory count afresh (Linux: writing 5 to /proc/self/clear_refs resets the
+    high-water RSS that getrusage reports; CUDA: the allocator's peak statistics)."""
+    if torch.cuda.is_available():
+        torch.cuda.reset_peak_memory_stats()
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError as err:
+        log.warning("could not reset the peak-RSS counter (%s): peak_rss_mb covers the whole process", err)
 
 
 def peak_rss_mb() -> float:

@@ -1,4 +1,5 @@
-"""The `algo` node: one preset composes the axes (policy loss, aggregation, KL, update schedule).
+"""The `algo` node: one preset composes the axes (policy loss, aggregation, KL, reward shaping, critic,
+update schedule).
 
 Every field is a key of `conf/algo/<preset>.yaml`; the advantage estimator is its own config group.
 """
@@ -6,7 +7,7 @@ Every field is a key of `conf/algo/<preset>.yaml`; the advantage estimator is it
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 
 @dataclass
@@ -16,7 +17,8 @@ class Algorithm:
     prompts_per_step: int  # prompts per RL step; the batch is prompts_per_step × group_size completions
     epsilon: float  # clip range below 1 (and above, unless epsilon_high differs)
     epsilon_high: float  # clip range above 1 (DAPO's clip-higher when > epsilon)
-    beta: float  # KL weight; 0 means no reference model is loaded or run
+    beta: float  # KL weight (in the loss, or per token in the reward when kl_in_reward)
+    reference: bool  # allow a frozen copy of the starting policy; it is loaded only when beta > 0 (false + beta > 0 fails)
     kl: Callable  # per-token estimator (rlx.algos.kl.k1/k2/k3)
     kl_in_reward: bool  # True: −β·KL per token is added to the reward; False: β·KL is added to the loss
     policy_loss: Callable  # (logp, old_logp, advantages) -> (loss [N, T], clipped [N, T])
@@ -27,7 +29,9 @@ class Algorithm:
     temperature: float  # sampling temperature (log-probs are computed at the same temperature)
     optimizer: Callable  # partial: params -> torch optimizer
     lr_schedule: Callable  # partial: (optimizer, total_steps) -> LR scheduler
+    shaping: Callable  # rlx.algos.shaping.RewardShaping: batch -> (shaped rewards [N], valid [N])
+    critic: Any  # rlx.models.critic.Critic (PPO's value network) or None
 
     @property
     def uses_reference(self) -> bool:
-        return self.beta > 0
+        return self.reference and self.beta > 0

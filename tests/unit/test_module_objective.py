@@ -11,6 +11,7 @@ from rlx.algos.aggregation import seq_mean_token_mean
 from rlx.algos.kl import k3
 from rlx.algos.losses import ClippedRatio
 from rlx.algos.schedules import constant
+from rlx.algos.shaping import RewardShaping
 from rlx.algos.spec import Algorithm
 from rlx.curriculum.uniform import UniformSampler
 from rlx.data.arithmetic import ArithmeticTask
@@ -44,9 +45,10 @@ def make_module(parts, rewards, beta=0.0):
     tok, model, task = parts
     algo = Algorithm(
         name="grpo", group_size=4, prompts_per_step=2, epsilon=0.2, epsilon_high=0.2, beta=beta,
-        kl=k3, kl_in_reward=False, policy_loss=ClippedRatio(0.2, 0.2), aggregate=seq_mean_token_mean,
+        reference=beta > 0, kl=k3, kl_in_reward=False, policy_loss=ClippedRatio(0.2, 0.2), aggregate=seq_mean_token_mean,
         update_epochs=1, minibatches=1, max_grad_norm=1.0, temperature=1.0,
         optimizer=lambda p: torch.optim.SGD(p, lr=0.1), lr_schedule=constant,
+        shaping=RewardShaping(None, None, None, None, False), critic=None,
     )
     reference = build_tiny_llama(tok, 32, 1, 2, 64, 64, 0.02, seed=0) if beta else None
     return RLModule(model, tok, task, ScriptedReward(rewards), GroupNorm(1e-6), algo, UniformSampler(0),

@@ -1,0 +1,103 @@
+"""PPO's value loss and critic: hand-computed loss, causal values, and a real PPO step on a tiny model that
+trains the critic with its own optimiser and checkpoints it with the policy."""
+
+import lightning.pytorch as pl
+import pytest
+import torch
+
+from rlx.algos.advantages import GAE
+from rlx.algos.aggregation import token_mean
+from rlx.algos.kl import k1
+from rlx.algos.losses import ClippedRatio
+from rlx.algos.schedules import constant
+from rlx.algos.shaping import RewardShaping
+from rlx.algos.spec import Algorithm
+from rlx.algos.value import clipped_value_loss
+from rlx.curriculum.uniform import UniformSampler
+from rlx.data.arithmetic import ArithmeticTask
+from rlx.models.critic import Critic
+from rlx.models.tiny import build_tiny_llama
+from rlx.models.tokenizer import build_char_tokenizer
+from rlx.module import RLModule
+from rlx.rewards.base import Status, Verdict
+
+
+class FirstCharBelowM:
+    """A reward a random model earns about half the time: 1 when the completion starts below "M"."""
+
+    required_fields = ()
+
+    def __call__(self, completions, rows):
+        return [Verdict(float(c[:1] < "M"), Status.PASS if c[:1] < "M" else Status.FAIL) for c in completions]
+
+
+def test_clipped_value_loss_hand_computed():
+    # V_old = 0.5, R = 1, clip 0.2:
+    #   V = 1.0: unclipped (1 - 1)^2 = 0; clipped V -> 0.7, (0.7 - 1)^2 = 0.09; max -> 0.09, half -> 0.045
+    #   V = 0.6: inside the band: (0.6 - 1)^2 = 0.16 both ways -> 0.08
+    #   V = 0.0: unclipped 1.0; clipped V -> 0.3, 0.49; max -> 1.0 -> 0.5 (clipping never lowers the loss)
+    values = torch.tensor([[1.0, 0.6, 0.0]])
+    old = torch.full((1, 3), 0.5)
+    ret = torch.ones(1, 3)
+    torch.testing.assert_close(clipped_value_loss(values, old, ret, 0.2), torch.tensor([[0.045, 0.08, 0.5]]))
+    torch.testing.assert_close(clipped_value_loss(values, old, ret, None), torch.tensor([[0.0, 0.08, 0.5]]))
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    tok = build_char_tokenizer()
+    return tok, build_tiny_llama(tok, 32, 1, 2, 64, 64, 0.02, seed=0)
+
+
+def critic_settings():
+    return Critic(optimizer=lambda p: torch.optim.AdamW(p, lr=1e-2), value_clip=0.2, max_grad_norm=1.0)
+
+
+def test_value_of_token_t_sees_only_the_prompt_and_earlier_tokens(tiny):
+    tok, policy = tiny
+    critic = critic_settings().build(policy)
+    torch.nn.init.normal_(critic.head.weight)  # a non-zero head, so values depend on the input
+    ids = torch.tensor([[5, 6, 7, 8, 9], [5, 6, 7, 8, 3]])  # prompt of 2, completions differ at token 2 only
+    mask = torch.ones_like(ids)
+    values = critic(ids, mask, 3)  # [2, 3]
+    assert values.shape == (2, 3)
+    torch.testing.assert_close(values[0], values[1])  # V(x, y<t) for t = 0, 1, 2 never sees y_2
+    ids[1, 3] = 4  # now y_1 differs: V at t = 2 changes, t = 0 and 1 do not
+    values = critic(ids, mask, 3)
+    torch.testing.assert_close(values[0, :2], values[1, :2])
+    assert not torch.allclose(values[0, 2], values[1, 2])
+    assert all(not p.data_ptr() == q.data_ptr() for p in critic.parameters() for q in policy.parameters())
+
+
+def ppo_module(tiny):
+    tok, policy = tiny
+    algo = Algorithm(
+        name="ppo", group_size=1, prompts_per_step=8, epsilon=0.2, epsilon_high=0.2, beta=0.0, reference=False,
+        kl=k1, kl_in_reward=True, policy_loss=ClippedRatio(0.2, 0.2), aggregate=token_mean, update_epochs=2,
+        minibatches=2, max_grad_norm=1.0, temperature=1.0, optimizer=lambda p: torch.optim.AdamW(p, lr=1e-3),
+        lr_schedule=constant, shaping=RewardShaping(None, None, None, None, False), critic=critic_settings(),
+    )
+    task = ArithmeticTask(10, 20, 10, 0, 0.5, 4, warm_start_min_match=0.0, warm_start_plateau_loss=None)
+    critic = algo.critic.build(policy)
+    return RLModule(policy, tok, task, FirstCharBelowM(), GAE(1.0, 0.95, True), algo, UniformSampler(0),
+                    critic=critic)
+
+
+def test_ppo_step_trains_the_critic_and_checkpoints_it(tiny, tmp_path):
+    module = ppo_module(tiny)
+    head_before = module.critic.head.weight.detach().clone()
+    trainer = pl.Trainer(max_steps=2, logger=False, enable_checkpointing=False, limit_val_batches=0,
+                         num_sanity_val_steps=0, enable_progress_bar=False, enable_model_summary=False,
+                         accelerator="cpu")
+    trainer.fit(module)
+    assert trainer.global_step == 2  # one global step per RL step, although 2x2 policy and critic steps ran
+    assert not torch.equal(module.critic.head.weight, head_before)  # the value head learnt (it starts at 0)
+    assert "loss/value" in trainer.logged_metrics
+    path = tmp_path / "ppo.ckpt"
+    trainer.save_checkpoint(path)
+    ckpt = torch.load(path, weights_only=False)
+    assert any(k.startswith("critic.") for k in ckpt["state_dict"])
+    assert len(ckpt["optimizer_states"]) == 2  # the policy's and the critic's AdamW
+    fresh = ppo_module(tiny)
+    fresh.load_state_dict(ckpt["state_dict"])
+    torch.testing.assert_close(fresh.critic.head.weight, module.critic.head.weight)
