@@ -215,8 +215,9 @@ def report_sweep(sweep_dir: str | Path, runs: list | None = None, force_online: 
                f"{name!r})."
     try:
         job_cfg = OmegaConf.load(runs[0].job_dir / ".hydra" / "config.yaml")
-        wcfg = OmegaConf.select(job_cfg, "logger.wandb", default=None) or {}
-        project, entity = wcfg.get("project") or "rlx", wcfg.get("entity")
+        # the run's own W&B project and entity, as its logger was configured ("rlx" when it named none)
+        project = OmegaConf.select(job_cfg, "logger.wandb.project", default=None) or "rlx"
+        entity = OmegaConf.select(job_cfg, "logger.wandb.entity", default=None)
         hydra_cfg = OmegaConf.load(runs[0].job_dir / ".hydra" / "hydra.yaml")
         choices = dict(OmegaConf.select(hydra_cfg, "hydra.runtime.choices", default={}) or {})
         keys = differing_keys(runs, info.get("swept", []))
