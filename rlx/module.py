@@ -95,8 +95,8 @@ class RLModule(LightningModule):
         self._move_reference()
 
     # ---------------------------------------------------------------- one RL step
-    def training_step(self, step, batch_idx):
-        step = self.global_step  # the RL step being taken (global_step advances inside update)
+    def training_step(self, tick, batch_idx):  # the ticker's value is unused: global_step is the RL step
+        step = self.global_step  # read now: global_step advances inside update
         self.policy.eval()  # sampling and log-probs without dropout, so ratios start at exactly 1
         self.sampler.begin_step(step)
         batch, stats = collect(self.policy, self.tokenizer, self.reward, self.sampler, self.task.train,

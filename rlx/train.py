@@ -30,6 +30,7 @@ def build(cfg: DictConfig) -> tuple[RLModule, pl.Trainer]:
     reward = build_node(cfg, "reward")
     check_task(task, reward)
     sampler = build_node(cfg, "curriculum")
+    sampler.bind(task.train)  # a curriculum the data cannot serve (sorted without its key) fails before the model loads
     loaded = build_node(cfg, "model")(task)
     reference = copy.deepcopy(loaded.policy) if algo.uses_reference else None  # the starting (SFT) policy
     critic = algo.critic.build(loaded.policy) if algo.critic is not None else None  # PPO's value network
