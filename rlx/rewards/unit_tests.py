@@ -7,6 +7,9 @@ the sandbox returns exact-type encodings of the call results and this process co
 
 Scoring: `scoring=fraction` gives the share of tests passed (FAIL below 1), `scoring=all` gives 1 only when
 all pass. TIMEOUT, CRASH, OOM and VIOLATION score 0 whatever passed before; INFRA is excluded upstream.
+Components (logged as `reward/<name>`): `pass_frac` (share of tests passed), `valid` (1 when the code parsed
+and the harness ran to the end: PASS or FAIL, not FORMAT, CRASH, TIMEOUT, OOM or VIOLATION) and `correct`
+(1 when every test passed).
 """
 
 from __future__ import annotations
@@ -57,12 +60,16 @@ def parse_tests(row: dict) -> list[tuple[str, object]]:
     return parsed
 
 
+def components(pass_frac: float, valid: bool) -> dict[str, float]:
+    return {"pass_frac": pass_frac, "valid": float(valid), "correct": float(valid and pass_frac == 1.0)}
+
+
 def decide(result: dict, expected: list, scoring: str) -> Verdict:
     """Verdict from a sandbox result and the expected encodings (pure: no sandbox, easy to test)."""
     status, why = run_status(result)
     base = {"wall_s": result.get("wall_s"), "cpu_s": result.get("cpu_s"), "output_tail": result.get("output_tail")}
     if status is not None:
-        return Verdict(0.0, status, {"pass_frac": 0.0}, {**base, "reason": why})
+        return Verdict(0.0, status, components(0.0, False), {**base, "reason": why})
     first: dict[int, dict] = {}
     for record in result["records"]:
         if isinstance(record.get("test"), int) and record["test"] not in first:
@@ -72,12 +79,12 @@ def decide(result: dict, expected: list, scoring: str) -> Verdict:
     details = {**base, "passed": passed, "n_tests": len(expected),
                "errors": {i: r["error"] for i, r in first.items() if "error" in r}}
     if fraction == 1.0:
-        return Verdict(1.0, Status.PASS, {"pass_frac": 1.0}, details)
+        return Verdict(1.0, Status.PASS, components(1.0, True), details)
     if not any(r.get("event") == "done" for r in result["records"]):
-        return Verdict(0.0, Status.CRASH, {"pass_frac": fraction},
+        return Verdict(0.0, Status.CRASH, components(fraction, False),
                        {**details, "reason": f"ended before the tests finished (exit code {result['exit_code']})"})
     reward = fraction if scoring == "fraction" else 0.0
-    return Verdict(reward, Status.FAIL, {"pass_frac": fraction}, details)
+    return Verdict(reward, Status.FAIL, components(fraction, True), details)
 
 
 class UnitTestsReward:
@@ -103,7 +110,8 @@ class UnitTestsReward:
             try:
                 ast.parse(code)
             except (SyntaxError, ValueError) as err:
-                verdicts[index] = Verdict(0.0, Status.FORMAT, {"pass_frac": 0.0}, {"reason": f"does not parse: {err}"})
+                verdicts[index] = Verdict(0.0, Status.FORMAT, components(0.0, False),
+                                          {"reason": f"does not parse: {err}"})
                 continue
             jobs.append((HARNESS, {"code": code, "calls": [call for call, _ in tests], "guard": True}, self.limits))
             slots.append(index)
