@@ -90,3 +90,16 @@ def test_reference_model_only_exists_when_beta_is_positive(cfg_factory, test_cac
     assert with_ref.reference is not None
     assert not any(p.requires_grad for p in with_ref.reference.parameters())
     assert not any(k.startswith("reference") for k in with_ref.state_dict())  # checkpoints stay policy-sized
+
+
+def test_cli_unit_tests_reward_logs_validity_and_correctness(tmp_path, test_cache):
+    run = tmp_path / "programs"
+    run_cli(["reward=unit_tests", *FAST_MODEL, "trainer.max_steps=2", "trainer.val_check_interval=2",
+             "algo.prompts_per_step=4", "algo.group_size=4", "data.val_size=16"], run, test_cache)
+    with (run / "metrics.csv").open() as handle:
+        rows = [r for r in csv.DictReader(handle) if r.get("reward/mean")]
+    assert len(rows) == 2
+    for key in ("reward/pass_frac", "reward/valid", "reward/correct"):
+        assert all(0.0 <= float(r[key]) <= 1.0 for r in rows), key
+    assert all(float(r["reward/correct"]) <= float(r["reward/valid"]) for r in rows)
+    assert 0.0 <= json.loads((run / "summary.json").read_text())["after"]["val/accuracy"] <= 1.0
