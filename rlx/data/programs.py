@@ -5,13 +5,13 @@ of `min_ops` to `max_ops` steps, each `add k`, `sub k` or `mul k` with k in [2, 
 in order. The code writes the chain with the fewest parentheses: a `mul` that follows an add or sub wraps
 everything before it. reward=unit_tests runs `f` on inputs the prompt never shows.
 
-There are thousands of distinct specs (14,424 by default); the held-out split
-is `val_size` chains drawn with split_seed and never trained on. Reading a spec is a local, compositional skill,
-so a model that learns it on the training chains also writes the held-out ones, unlike memorising a table.
+There are thousands of distinct specs (14,424 by default); the held-out split is `val_size` chains drawn with
+split_seed and never trained on. Reading a spec is a local, compositional skill, so a model that learns it on the
+training chains also writes the held-out ones, unlike memorising a table.
 
 As with arithmetic, the SFT teacher is flawed, on chains with a mul after an add or sub (`difficulty` 1): with
 probability `teacher_error` it loses track of the parentheses, and of those slips a share `teacher_unclosed`
-opens one and never closes it ("(x+3*2-4": does not parse) while the rest drop them ("x+3*2-4": runs, wrong).
+opens them and never closes them ("(x+3*2-4": does not parse) while the rest drop them ("x+3*2-4": runs, wrong).
 Greedy imitation of a teacher that errs more often than not learns a bug, so imitation has a ceiling, in
 validity and in correctness, that the verifiable reward can break.
 """
@@ -26,6 +26,7 @@ from rlx.data.task import Task
 OPS = {"add": "+", "sub": "-", "mul": "*"}
 TEST_INPUTS = (-3, 0, 4, 7, 10)
 HEADER = "def f(x): return "
+MAX_CHAINS = 500_000  # every chain becomes a row in memory
 
 
 def expression(chain: tuple[tuple[str, int], ...], parentheses: bool = True) -> str:
@@ -73,6 +74,10 @@ class ProgramsTask(Task):
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"data.{key} must be a probability (got {value})")
         steps = [(op, k) for op in OPS for k in range(2, constant_max + 1)]
+        count = sum(len(steps) ** n for n in range(min_ops, max_ops + 1))
+        if count > MAX_CHAINS:
+            raise ValueError(f"data.max_ops={max_ops} with data.constant_max={constant_max} makes {count} chains, more "
+                             f"than the {MAX_CHAINS} rows rlx builds in memory: lower one of them")
         chains = [c for n in range(min_ops, max_ops + 1) for c in itertools.product(steps, repeat=n)]
         if not 0 < val_size < len(chains):
             raise ValueError(f"data.val_size must be in (0, {len(chains)}) for min_ops={min_ops}, "

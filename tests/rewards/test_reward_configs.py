@@ -88,7 +88,7 @@ def test_programs_task_holds_out_specs_and_teaches_a_flawed_mode():
 
 @pytest.mark.parametrize(("key", "value", "message"), [
     ("min_ops", 0, "1 <= min_ops <= max_ops <= 4"), ("max_ops", 5, "1 <= min_ops <= max_ops <= 4"),
-    ("constant_max", 1, "data.constant_max must be in"), ("teacher_error", 1.5, "data.teacher_error"),
+    ("constant_max", 1, "data.constant_max must be in"), ("constant_max", 99, "more than the 500000 rows"), ("teacher_error", 1.5, "data.teacher_error"),
     ("teacher_unclosed", -0.1, "data.teacher_unclosed must be a probability (got -0.1)"),
     ("val_size", 0, "data.val_size must be in"), ("max_new_tokens", 20, "raise it to at least 27")])
 def test_programs_bad_values_name_the_key(key, value, message):
