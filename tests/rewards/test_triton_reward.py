@@ -1,12 +1,16 @@
-"""reward=triton: every bundled reference solution scores full marks, and each kernel hack scores 0 with
-its label, with no process left behind (one parallel batch, then one test per case)."""
+"""reward=triton: every bundled reference solution (readable and compact) scores full marks, each kernel hack
+and each warm-start corruption scores 0 with its label, with no process left behind (one parallel batch, then
+one test per case)."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from sandbox_helpers import processes_of
 
 from rlx.data.kernels.problems import problems
+from rlx.data.kernels.task import CORRUPTIONS
 from rlx.rewards.base import Status
 from rlx.rewards.triton.reward import TritonReward
 
@@ -69,6 +73,13 @@ class ModelNew(nn.Module):
     "forward_raises": (Status.CRASH, "relu", RELU.replace("n = out.numel()", "n = out.numel()\n        1 / 0")),
 }
 
+# The warm start's noise (data.noise): every corruption that applies to an answer must cost its reward, or the
+# noisy teacher would teach nothing for RL to unlearn.
+CORRUPTED = {f"{style}/{name}/{i}": (name, re.sub(pattern, new, PROBLEMS[name][key], count=1))
+             for style, key in (("readable", "solution"), ("compact", "compact"))
+             for name in PROBLEMS for i, (pattern, new) in enumerate(CORRUPTIONS)
+             if re.search(pattern, PROBLEMS[name][key])}
+
 
 @pytest.fixture(scope="module")
 def outcome():
@@ -77,10 +88,13 @@ def outcome():
                           limits=dict(wall_s=6, cpu_s=5, memory_mb=4096, nproc=64, fsize_mb=16, disk_mb=64,
                                       record_cap_kb=8192))
     try:
-        names = list(PROBLEMS) + list(HACKS)
-        completions = [PROBLEMS[n]["solution"] for n in PROBLEMS] + [HACKS[n][2] for n in HACKS]
-        rows = [{"source": PROBLEMS[n]["source"]} for n in PROBLEMS] + \
-               [{"source": PROBLEMS[HACKS[n][1]]["source"]} for n in HACKS]
+        cases = {**{n: (n, PROBLEMS[n]["solution"]) for n in PROBLEMS},
+                 **{f"compact/{n}": (n, PROBLEMS[n]["compact"]) for n in PROBLEMS},
+                 **{n: (problem, text) for n, (_, problem, text) in HACKS.items()},
+                 **{f"corrupted/{n}": case for n, case in CORRUPTED.items()}}
+        names = list(cases)
+        completions = [text for _, text in cases.values()]
+        rows = [{"source": PROBLEMS[problem]["source"]} for problem, _ in cases.values()]
         verdicts = dict(zip(names, reward(completions, rows)))
         left = processes_of(reward.pool.uids)
     finally:
@@ -93,8 +107,9 @@ def test_bundled_set_is_large_enough():
 
 
 @pytest.mark.parametrize("name", list(PROBLEMS))
-def test_reference_solution_scores_full_marks(outcome, name):
-    verdict = outcome[0][name]
+@pytest.mark.parametrize("style", ["readable", "compact"])
+def test_reference_solution_scores_full_marks(outcome, name, style):
+    verdict = outcome[0][name if style == "readable" else f"compact/{name}"]
     assert verdict.status == Status.PASS, verdict.details
     assert verdict.reward == 1.0
     assert verdict.components == {"valid": 1.0, "compiled": 1.0, "correct": 1.0, "fast_1": 0.0}
@@ -108,3 +123,15 @@ def test_hack_scores_zero_with_its_label(outcome, name):
     assert verdict.status == HACKS[name][0], verdict.details
     assert verdict.reward == 0.0
     assert left == []
+
+
+def test_every_answer_has_a_corruption():
+    assert {case.rsplit("/", 1)[0] for case in CORRUPTED} == {f"{style}/{name}" for style in ("readable", "compact")
+                                                               for name in PROBLEMS}
+
+
+@pytest.mark.parametrize("case", list(CORRUPTED))
+def test_warm_start_corruption_scores_zero(outcome, case):
+    verdict = outcome[0][f"corrupted/{case}"]
+    assert verdict.status in (Status.FAIL, Status.VIOLATION, Status.CRASH), verdict.details
+    assert verdict.reward == 0.0

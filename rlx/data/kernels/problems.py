@@ -1,11 +1,13 @@
 """The bundled kernel problems: 27 KernelBench-level-1-style tasks (activations and other elementwise ops,
 binary ops, row reductions, softmax/log-softmax, norms, a small matmul), each with a reference Triton
-solution. `problems()` returns {name: {"source": task file, "solution": Triton answer}}.
+solution in two forms. `problems()` returns {name: {"source": task file, "solution": readable Triton answer,
+"compact": the same kernel in compact form}}.
 """
 
 from __future__ import annotations
 
-from rlx.data.kernels.templates import ELEMENTWISE, MATMUL, ROWWISE, TASK
+from rlx.data.kernels.templates import (COMPACT_ELEMENTWISE, COMPACT_MATMUL, COMPACT_ROWWISE, ELEMENTWISE, IMPORTS,
+                                        MATMUL, ROWWISE, TASK)
 
 EW_SHAPE = ("BATCH = 16\nDIM = 100", "torch.randn(BATCH, DIM)")
 ROW_SHAPE = ("ROWS = 8\nCOLS = 48", "torch.randn(ROWS, COLS)")
@@ -66,26 +68,41 @@ def _task(doc: str, inputs: str, torch_expr: str, constants: str, make_inputs: s
                        constants=constants, make_inputs=make_inputs, init_values="")
 
 
+def _compact(code: str) -> str:
+    """A readable snippet in the compact templates' form: four-space indents become one space and the other
+    spaces go (safe for these snippets: arithmetic and calls, no keywords that need a space)."""
+    return "\n".join(" " * ((len(line) - len(line.lstrip(" "))) // 4) + line.replace(" ", "")
+                     for line in code.split("\n"))
+
+
 def _unary(name: str, doc: str, torch_expr: str, triton_expr: str) -> dict:
     return {"source": _task(doc, "x", torch_expr, *EW_SHAPE),
             "solution": ELEMENTWISE.format(name=name, ptr_args="x_ptr", loads="    x = tl.load(x_ptr + offs, mask=mask)",
                                            triton_expr=triton_expr, init_args="", init_body="", inputs="x",
-                                           first="x", call_args="x")}
+                                           first="x", call_args="x"),
+            "compact": IMPORTS + COMPACT_ELEMENTWISE.format(ptr_args="xp", loads=" x=tl.load(xp+offs,mask=mask)",
+                                                            triton_expr=_compact(triton_expr), inputs="x", first="x",
+                                                            call_args="x")}
 
 
 def _binary(name: str, doc: str, torch_expr: str, triton_expr: str) -> dict:
     loads = "    a = tl.load(a_ptr + offs, mask=mask)\n    b = tl.load(b_ptr + offs, mask=mask)"
     return {"source": _task(doc, "a, b", torch_expr, EW_SHAPE[0], f"{EW_SHAPE[1]}, {EW_SHAPE[1]}"),
             "solution": ELEMENTWISE.format(name=name, ptr_args="a_ptr, b_ptr", loads=loads, triton_expr=triton_expr,
-                                           init_args="", init_body="", inputs="a, b", first="a", call_args="a, b")}
+                                           init_args="", init_body="", inputs="a, b", first="a", call_args="a, b"),
+            "compact": IMPORTS + COMPACT_ELEMENTWISE.format(
+                ptr_args="ap,bp", loads=" a=tl.load(ap+offs,mask=mask)\n b=tl.load(bp+offs,mask=mask)",
+                triton_expr=_compact(triton_expr), inputs="a,b", first="a", call_args="a,b")}
 
 
 def _row(name: str, doc: str, torch_expr: str, other: str, body: str, result: str, reduces: bool) -> dict:
+    shape = dict(out_offset="row" if reduces else "row * n_cols + cols", out_mask="" if reduces else ", mask=mask",
+                 out_shape="(rows,)" if reduces else "(rows, cols)")
     return {"source": _task(doc, "x", torch_expr, *ROW_SHAPE),
-            "solution": ROWWISE.format(name=name, other=other, body=body, result=result,
-                                       out_offset="row" if reduces else "row * n_cols + cols",
-                                       out_mask="" if reduces else ", mask=mask",
-                                       out_shape="(rows,)" if reduces else "(rows, cols)")}
+            "solution": ROWWISE.format(name=name, other=other, body=body, result=result, **shape),
+            "compact": IMPORTS + COMPACT_ROWWISE.format(other=other, body=_compact(body) + "\n" if body else "",
+                                                        result=_compact(result),
+                                                        **{k: v.replace(" ", "") for k, v in shape.items()})}
 
 
 def problems() -> dict[str, dict]:
@@ -94,5 +111,5 @@ def problems() -> dict[str, dict]:
     found.update({name: _row(name, *spec) for name, spec in ROWS.items()})
     found["matmul"] = {"source": _task("Small matrix multiplication (M=32, K=24, N=40).", "a, b", "torch.matmul(a, b)",
                                        "M = 32\nK = 24\nN = 40", "torch.randn(M, K), torch.randn(K, N)"),
-                       "solution": MATMUL}
+                       "solution": MATMUL, "compact": IMPORTS + COMPACT_MATMUL}
     return found
