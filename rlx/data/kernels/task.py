@@ -35,7 +35,8 @@ STYLES = {"readable": "solution", "compact": "compact"}
 
 class KernelTask(Task):
     def __init__(self, prompt_style: str, solution_style: str, noise: float, max_new_tokens: int,
-                 max_solution_chars: int) -> None:
+                 max_solution_chars: int, warm_start_min_match: float = Task.warm_start_min_match,
+                 warm_start_plateau_loss: float | None = Task.warm_start_plateau_loss) -> None:
         if prompt_style not in ("source", "name"):
             raise ValueError(f"data.prompt_style must be 'source' or 'name' (got {prompt_style!r})")
         if solution_style not in STYLES:
@@ -44,6 +45,7 @@ class KernelTask(Task):
             raise ValueError(f"data.noise must be a probability (got {noise})")
         self.prompt_style, self.solution_style = prompt_style, solution_style
         self.noise, self.max_new_tokens = noise, max_new_tokens
+        self.warm_start_min_match, self.warm_start_plateau_loss = warm_start_min_match, warm_start_plateau_loss
         found = problems()
         # With prompt_style=name the prompt already holds the imports: the answer is the rest of the file.
         answers = {name: problem[STYLES[solution_style]].removeprefix(PREAMBLE if prompt_style == "name" else "")
