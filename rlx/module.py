@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from lightning.pytorch import LightningModule
+from lightning.pytorch.plugins.precision import MixedPrecision
 from torch.utils.data import DataLoader, IterableDataset
 
 from rlx.algos.spec import Algorithm
@@ -93,7 +94,8 @@ class RLModule(LightningModule):
 
     def on_fit_start(self) -> None:
         self._move_reference()
-        if getattr(self.trainer.precision_plugin, "scaler", None) is not None:
+        plugin = self.trainer.precision_plugin
+        if isinstance(plugin, MixedPrecision) and plugin.scaler is not None:
             raise ConfigError(f"trainer.precision={self.trainer.precision} scales the loss for a gradient scaler, "
                               "which rlx's several optimiser steps per RL step do not go through. Use "
                               "trainer.precision=bf16-mixed or 32-true")

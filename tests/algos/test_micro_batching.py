@@ -4,15 +4,20 @@ minibatch's. Plus the micro-batch planner's and the padding trimmer's contracts.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 
+import lightning.pytorch as pl
 import pytest
 import torch
 
+from rlx.curriculum.uniform import UniformSampler
 from rlx.data.arithmetic import ArithmeticTask
 from rlx.models.reference import FrozenReference
 from rlx.models.tiny import build_tiny_llama
 from rlx.models.tokenizer import build_char_tokenizer
+from rlx.module import RLModule
+from rlx.rewards.base import Status, Verdict
 from rlx.rollout.collect import generate_and_score
 from rlx.rollout.logprobs import plan_micro_batches, sequence_logprobs, trim_padding
 from rlx.update import NonFiniteGuard, critic_step, policy_step, prepare
@@ -124,3 +129,37 @@ def test_value_loss_and_gradient_are_unchanged_by_micro_batching(parts, cfg_fact
     assert abs(float(whole["loss/value"]) - float(parts_["loss/value"])) < 1e-10
     torch.testing.assert_close(grad_parts, grad_whole, atol=1e-9, rtol=1e-6)
     assert grad_whole.abs().max() > 1e-3
+
+
+class FirstCharBelowM:
+    """A reward a random model earns about half the time: 1 when the completion starts below "M"."""
+
+    required_fields = ()
+
+    def __call__(self, completions, rows):
+        return [Verdict(float(c[:1] < "M"), Status.PASS if c[:1] < "M" else Status.FAIL) for c in completions]
+
+
+@pytest.mark.parametrize("split", SPLITS[::2], ids=lambda s: s[0])
+def test_the_default_preset_trains_the_same_with_micro_batches(cfg_factory, split):
+    # three RL steps of the default config (grpo: 4 minibatch steps each, KL to the reference) in float32:
+    # micro-batching changes only the floating-point summation order
+    runs = []
+    for extra in ([], split):
+        tok = build_char_tokenizer()
+        policy = build_tiny_llama(tok, 32, 1, 2, 64, 64, 0.02, seed=0)
+        algo, advantage = compose_algo(cfg_factory, "algo.prompts_per_step=4", *extra)
+        task = ArithmeticTask(10, 20, 10, 0, 0.5, 4, warm_start_min_match=0.0, warm_start_plateau_loss=None)
+        module = RLModule(policy, tok, task, FirstCharBelowM(), advantage, algo, UniformSampler(0),
+                          reference=FrozenReference(copy.deepcopy(policy)))
+        trainer = pl.Trainer(max_steps=3, logger=False, enable_checkpointing=False, limit_val_batches=0,
+                             num_sanity_val_steps=0, enable_progress_bar=False, enable_model_summary=False,
+                             accelerator="cpu")
+        torch.manual_seed(0)
+        trainer.fit(module)
+        runs.append((dict(trainer.logged_metrics), torch.cat([p.detach().flatten() for p in policy.parameters()])))
+    (metrics, weights), (metrics_split, weights_split) = runs
+    assert float(metrics["loss/clipfrac"]) >= 0 and float(metrics["adv/std"]) > 0
+    for key in ("reward/mean", "loss/policy", "loss/kl", "loss/approx_kl", "policy/entropy"):
+        assert abs(float(metrics[key]) - float(metrics_split[key])) <= 1e-4 * max(1.0, abs(float(metrics[key]))), key
+    torch.testing.assert_close(weights_split, weights, atol=1e-5, rtol=1e-4)
