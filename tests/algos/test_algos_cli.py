@@ -56,6 +56,12 @@ def test_sweep_of_every_preset_then_resume_ppo(tmp_path, test_cache):
         assert ("loss/value" in cols) == (algo == "ppo")
         # the presets with β > 0 load a reference model and log their KL to it
         assert ("loss/kl" in cols) == (algo in ("grpo", "reinforce_pp")), algo
+    # any preset's policy loss can be swapped on the command line
+    swapped = tmp_path / "gspo-dual-clip"
+    rlx(["algo=gspo", "policy_loss=dual_clip", *FAST_MODEL, *SHORT, "trainer.max_steps=2",
+         f"hydra.run.dir={swapped}"], test_cache)
+    assert json.loads((swapped / "summary.json").read_text())["steps"] == 2
+    assert (swapped / "config.yaml").read_text().count("rlx.algos.losses.DualClip") >= 1
     ckpt = sweep / "ppo" / "checkpoints" / "last.ckpt"
     resumed = tmp_path / "ppo-resumed"
     rlx(["algo=ppo", *FAST_MODEL, *SHORT, "trainer.max_steps=3", f"ckpt_path={ckpt}", f"hydra.run.dir={resumed}"],
