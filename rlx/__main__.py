@@ -28,7 +28,7 @@ def run(cfg: DictConfig) -> float | None:
     summary = train(cfg)  # an error propagates: Hydra records the job as failed (status.json), main() reports it
     before, after = summary["before"] or {}, summary["after"]
     print(f"\nheld-out accuracy: {before.get('val/accuracy', float('nan')):.3f} -> {after['val/accuracy']:.3f} "
-          f"in {summary['wall_s']:.0f} s ({summary['steps']} RL steps)")
+          f"in {summary['wall_s']:.0f} s ({summary['steps']} RL step{'s' * (summary['steps'] != 1)})")
     print(f"run directory:  {summary['run_dir']}")
     print(f"  summary.json  metrics: {summary['metrics_csv']}  samples: {summary['samples']}")
     print(f"  policy (save_pretrained): {summary['policy_dir']}  resume: ckpt_path={summary['checkpoint']}")
@@ -88,7 +88,7 @@ class FailedJob:
 
 def main() -> None:
     """Hydra parses and composes; every bad input ends in one `rlx: error: ...` line and exit status 1."""
-    debug = bool(os.environ.get("RLX_DEBUG") or os.environ.get("HYDRA_FULL_ERROR"))
+    debug = os.environ.get("RLX_DEBUG", "0") not in ("", "0") or os.environ.get("HYDRA_FULL_ERROR") == "1"
     configs.register()
     FailedJob.install()
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises instead of printing its own report (rlx prints one)

@@ -96,7 +96,7 @@ def main(argv: list[str]) -> dict:
 def cli() -> None:
     from rlx.errors import explain
 
-    debug = bool(os.environ.get("RLX_DEBUG"))
+    debug = os.environ.get("RLX_DEBUG", "0") not in ("", "0")
     argv = sys.argv[1:]
 
     def compose_without(key: str):  # for a did-you-mean on a misspelt reward.<key>
