@@ -1,5 +1,6 @@
 """`python -m rlx --help`: rlx's config groups, each option with the one-line description its YAML file's
-header comment gives, read when the help is printed (no list is kept by hand).
+header comment gives, read when the help is printed (no list is kept by hand). Files named `_*.yaml` (a
+group's shared base, e.g. conf/algo/_base.yaml) are not options and are left out.
 
 conf/hydra/help/rlx.yaml is Hydra's help config for rlx; its template calls the `rlx_help` resolver
 registered here. A group's own description is the comment on its line of conf/config.yaml's defaults list.
@@ -69,7 +70,7 @@ def groups_text(width: int | None = None) -> str:
         elif group not in chosen:
             about = about or f"optional: +{group}=NAME"
         lines = [clip(f"{group}  {about}".rstrip(), width)]
-        options = {p.stem: describe(p) for p in sorted(dirs[group].glob("*.yaml"))}
+        options = {p.stem: describe(p) for p in sorted(dirs[group].glob("*.yaml")) if not p.stem.startswith("_")}
         blocks.append(option_lines(lines, options, default, width))
     for group in HYDRA_GROUPS:
         own = {p.stem: describe(p) for p in sorted((conf / group).glob("*.yaml"))}
