@@ -44,3 +44,13 @@ def test_a_sweep_from_the_wheel_runs_as_a_multirun_and_writes_its_report(wheel, 
         assert json.loads((tmp_path / "sweep" / job / "status.json").read_text())["status"] == "completed"
     ready = run_installed(wheel, ["-m", "rlx", "+sweeps=eps_beta_g", "--cfg", "hydra"], tmp_path, test_cache)
     assert ready.returncode == 0 and "mode: MULTIRUN" in ready.stdout, output(ready)  # the shipped sweeps compose
+
+
+def test_a_sweep_file_with_config_path_still_runs_as_a_multirun(wheel, tmp_path, test_cache):
+    """`--config-path` replaces the primary config directory; rlx:// still serves the sweeps, and the sweep runs
+    as a multirun (it used to fall back, silently, to one 250-step run)."""
+    proc = run_installed(wheel, ["-m", "rlx", "--config-path", str(REPO / "conf"), "+sweeps=eps_beta_g",
+                                 "algo.epsilon=0.2", "algo.beta=0.0", *ONE_STEP, *FAST_WARM_START,
+                                 "hydra.sweep.dir=sweep"], tmp_path, test_cache)
+    assert proc.returncode == 0, output(proc)
+    assert "Launching 1 jobs" in proc.stdout and "1 runs: 1 completed" in (tmp_path / "sweep" / "report.md").read_text()
