@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from tests.conftest import FAST_MODEL, REPO
 
@@ -87,7 +88,8 @@ def test_reference_model_only_exists_when_beta_is_positive(cfg_factory, test_cac
     assert without.reference is None
     with_ref, _ = build(cfg_factory("algo.beta=0.04", *fast))
     assert with_ref.reference is not None
-    assert not any(p.requires_grad for p in with_ref.reference.parameters())
+    with with_ref.reference.forward_model() as ref:  # the FrozenReference holder: eval mode, no autograd
+        assert not ref.training and not torch.is_grad_enabled()
     assert not any(k.startswith("reference") for k in with_ref.state_dict())  # checkpoints stay policy-sized
 
 
