@@ -93,6 +93,12 @@ class Checkpointing(Checkpoint):
         if self.received is not None and self.committed_step == trainer.global_step:
             self.exit(trainer)  # else the signal came after this step's checkpoint was due: one more step
         seed_step(self.seed, trainer.global_step)
+        # Within an epoch (a whole RL run is one) Lightning re-logs a step metric's last value in every later
+        # row until it is logged again: a sporadic key (reward/status_format, curriculum/pass_rate_d2) would
+        # repeat a stale value, and differently in a resumed run. Each row holds this step's values only.
+        results = trainer._results
+        if results is not None:
+            results.reset(metrics=False, fx="training_step")
 
     def on_train_end(self, trainer, pl_module) -> None:
         self.commit()

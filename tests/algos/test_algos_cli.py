@@ -16,7 +16,7 @@ from tests.conftest import FAST_MODEL, REPO
 pytestmark = pytest.mark.slow
 
 SHORT = ["trainer.val_check_interval=2", "algo.prompts_per_step=4", "data.val_size=64",
-         "trainer.callbacks.0.every_n_train_steps=2", "samples_every=2"]
+         "checkpoint.every_n_steps=2", "samples_every=2"]
 EVERY_VARIANT = ["loss/policy", "loss/clipfrac", "loss/approx_kl", "adv/mean", "adv/std", "reward/zero_std_frac",
                  "rollout/length_mean"]
 
