@@ -53,8 +53,9 @@ def read_checkpoint(path: Path) -> dict:
     try:
         checkpoint = torch.load(path, map_location="cpu", mmap=True, weights_only=True)
     except Exception as err:  # noqa: BLE001 torch raises RuntimeError, pickle errors, EOFError... for a damaged file
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ResumeError(f"ckpt_path={path} is not a readable checkpoint ({reason[:200]}): the file is truncated "
+        text = str(err).strip()
+        reason = text.splitlines()[0].split(". ")[0][:200] if text else type(err).__name__  # its first sentence
+        raise ResumeError(f"ckpt_path={path} is not a readable checkpoint ({reason}): the file is truncated "
                           f"or corrupt. Resume from another one (ckpt_path=<run>/checkpoints/step=<N>.ckpt, kept "
                           "with checkpoint.keep) or start a new run (ckpt_path=null)") from None
     if not isinstance(checkpoint, dict) or RECORD not in checkpoint or "global_step" not in checkpoint:
@@ -84,9 +85,16 @@ def identity(cfg: DictConfig, keys: list[str], ignore: list[str]) -> dict[str, o
     return {k: v for k, v in out.items() if not any(k == i or k.startswith(f"{i}.") for i in ignore)}
 
 
-def mismatch(saved: dict[str, object], current: dict[str, object]) -> str | None:
-    """'algo.name is 'ppo' in the checkpoint and 'grpo' here (and 3 more keys differ: ...)' or None."""
-    differing = sorted(k for k in set(saved) | set(current) if saved.get(k, "<unset>") != current.get(k, "<unset>"))
+def mismatch(saved: dict[str, object], current: dict[str, object], order: list[str]) -> str | None:
+    """"algo.name is 'ppo' in the checkpoint and 'grpo' here (3 more keys differ: ...)", or None. Keys come in
+    the order of `order` (checkpoint.match), a node's own name or _target_ first: they say what it is."""
+
+    def rank(key: str) -> tuple:
+        node = next((i for i, prefix in enumerate(order) if key == prefix or key.startswith(f"{prefix}.")), len(order))
+        return node, key.rsplit(".", 1)[-1] not in ("name", "_target_"), key.count("."), key
+
+    differing = sorted((k for k in set(saved) | set(current) if saved.get(k, "<unset>") != current.get(k, "<unset>")),
+                       key=rank)
     if not differing:
         return None
     first = differing[0]
@@ -166,7 +174,7 @@ class Resume:
                               "for a new run")
         checkpoint = read_checkpoint(path)
         record, step = checkpoint[RECORD], int(checkpoint["global_step"])
-        problem = mismatch(record["identity"], ident)
+        problem = mismatch(record["identity"], ident, list(spec.match))
         if problem:
             raise ResumeError(f"ckpt_path={path} comes from another configuration: {problem}. Resume with the "
                               "checkpoint's config (config.yaml in its run directory) or start a new run "

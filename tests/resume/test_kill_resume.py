@@ -1,6 +1,8 @@
 """A run killed with SIGKILL (or stopped by SIGTERM) and resumed into its own directory ends with exactly
 the metrics.csv, samples.jsonl and final state of the uninterrupted run: every step once, every value equal
-but the wall-clock columns (CPU, fixed seed). The uninterrupted runs are the four jobs of one multirun.
+but the wall-clock columns (CPU, fixed seed). The uninterrupted runs are jobs of one multirun. Covered: GRPO
+killed mid-epoch of the prompt set, PPO (critic and its optimiser) killed exactly at an epoch boundary, GRPO
+with learnable_band (its pass-rate table and RNG), REINFORCE (the running-mean baseline) stopped by SIGTERM.
 
 The prompt set has 16 prompts, 4 per step (an epoch is 4 steps); 8 steps per run.
 """
@@ -24,7 +26,7 @@ def args(algo: str, curriculum: str, *extra: str) -> list[str]:
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory, test_cache):
     sweep = tmp_path_factory.mktemp("uninterrupted")
-    done = rlx(["-m", "algo=grpo,ppo", "curriculum=uniform,learnable_band", *TINY, f"trainer.max_steps={STEPS}",
+    done = rlx(["-m", "algo=grpo,ppo,reinforce", "curriculum=uniform,learnable_band", *TINY, f"trainer.max_steps={STEPS}",
                 f"hydra.sweep.dir={sweep}", "hydra.sweep.subdir=${algo.name}-${hydra:runtime.choices.curriculum}"],
                test_cache)
     assert done.returncode == 0, done.stdout[-3000:]
@@ -69,7 +71,7 @@ def test_sigkill_then_resume_equals_uninterrupted(algo, curriculum, every, kill_
 
 def test_sigterm_finishes_the_step_checkpoints_and_resumes_exactly(uninterrupted, tmp_path, test_cache):
     run = tmp_path / "run"
-    run_args = args("grpo", "uniform", "checkpoint.every_n_steps=null", f"hydra.run.dir={run}")
+    run_args = args("reinforce", "uniform", "checkpoint.every_n_steps=null", f"hydra.run.dir={run}")
     stopped = rlx(run_args, test_cache, stop_at_row=1, sig=signal.SIGTERM)
     assert stopped.returncode == 128 + signal.SIGTERM, stopped.stdout[-3000:]
     assert "stopped by SIGTERM" in stopped.stdout
@@ -79,4 +81,6 @@ def test_sigterm_finishes_the_step_checkpoints_and_resumes_exactly(uninterrupted
 
     resumed = rlx([*run_args, "ckpt_path=last"], test_cache)
     assert resumed.returncode == 0, resumed.stdout[-3000:]
-    assert_same_run(run, uninterrupted("grpo", "uniform"))
+    assert_same_run(run, uninterrupted("reinforce", "uniform"))
+    baseline = checkpoint(run / "checkpoints" / "last.ckpt")["rlx"]["advantage"]
+    assert baseline["count"] == STEPS and baseline["baseline"] != 0.0
