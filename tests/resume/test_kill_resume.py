@@ -42,6 +42,10 @@ def assert_same_run(run, reference) -> None:
     assert final["rlx"] == expected["rlx"]  # curriculum and advantage state
     for key, tensor in expected["state_dict"].items():  # policy (and critic) weights, bit for bit
         assert final["state_dict"][key].equal(tensor), key
+    for ours, theirs in zip(final["optimizer_states"], expected["optimizer_states"], strict=True):  # (critic's too)
+        for param, state in theirs["state"].items():
+            assert all(ours["state"][param][k].equal(v) for k, v in state.items()), param
+    assert final["lr_schedulers"] == expected["lr_schedulers"]
     assert summary(run)["after"] == summary(reference)["after"]
 
 
@@ -84,3 +88,13 @@ def test_sigterm_finishes_the_step_checkpoints_and_resumes_exactly(uninterrupted
     assert_same_run(run, uninterrupted("reinforce", "uniform"))
     baseline = checkpoint(run / "checkpoints" / "last.ckpt")["rlx"]["advantage"]
     assert baseline["count"] == STEPS and baseline["baseline"] != 0.0
+
+    # extending the finished run: explicit in the log, and its steps follow on (the old final evaluation goes)
+    longer = [a for a in run_args if not a.startswith("trainer.max_steps=")]
+    extended = rlx([*longer, "trainer.max_steps=10", "ckpt_path=last"], test_cache)
+    assert extended.returncode == 0, extended.stdout[-3000:]
+    assert f"the checkpointed run had {STEPS}: the LR schedule (algo.lr_schedule) now spans 10 steps" in extended.stdout
+    assert training_steps(run) == list(range(10))
+    before = metric_rows(uninterrupted("reinforce", "uniform"))[:-1]  # all but its final evaluation, now dropped
+    assert metric_rows(run)[: len(before)] == before
+    assert summary(run)["steps"] == 10 and len(summary(run)["segments"]) == 3

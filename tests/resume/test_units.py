@@ -217,6 +217,30 @@ def test_commit_renames_into_last_and_keeps_numbered_links(tmp_path):
     assert cb.committed_step == 30
 
 
+def test_checkpoints_fall_due_by_steps_by_minutes_and_at_the_end(tmp_path, monkeypatch):
+    clock = [1000.0]
+    monkeypatch.setattr("rlx.callbacks.checkpoint.time", SimpleNamespace(monotonic=lambda: clock[0],
+                                                                          perf_counter=time.perf_counter))
+    written = []
+    trainer = SimpleNamespace(global_step=0, max_steps=100, should_stop=False,
+                              save_checkpoint=lambda path, weights_only: (written.append(trainer.global_step),
+                                                                          Path(path).write_text("state")))
+    cb = callback(tmp_path, every_n_steps=5, every_minutes=2)
+    cb.on_train_start(SimpleNamespace(lr_scheduler_configs=[], max_steps=100), None)
+    for step in (1, 2, 5, 6):
+        trainer.global_step = step
+        cb.on_train_batch_end(trainer, None, None, None, step - 1)
+    clock[0] += 121  # two minutes since the step-5 checkpoint
+    trainer.global_step = 7
+    cb.on_train_batch_end(trainer, None, None, None, 6)
+    trainer.global_step, trainer.should_stop = 8, True  # another callback stops the run: its last checkpoint
+    cb.on_train_batch_end(trainer, None, None, None, 7)
+    trainer.global_step, trainer.should_stop = 100, False
+    cb.on_train_batch_end(trainer, None, None, None, 99)
+    cb.restore_handlers()
+    assert written == [5, 7, 8, 100]
+
+
 def test_an_exception_discards_the_uncommitted_checkpoint(tmp_path):
     cb = callback(tmp_path)
     cb.dirpath.mkdir()
