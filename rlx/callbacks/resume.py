@@ -166,7 +166,8 @@ class Resume:
             return cls(None, 0, ident)
         path = newest_checkpoint(dirpath) if cfg.ckpt_path == "last" else Path(str(cfg.ckpt_path)).expanduser()
         if path is None:
-            log.info("ckpt_path=last: no checkpoint in %s yet, starting a new run", dirpath)
+            log.warning("ckpt_path=last: no checkpoint in %s yet, starting a new run (to resume an earlier run, "
+                        "set hydra.run.dir to its directory)", dirpath)
             return cls(None, 0, ident)
         if not path.is_file():
             raise ResumeError(f"ckpt_path={path} does not exist. Use ckpt_path=last for the newest checkpoint of "

@@ -26,7 +26,8 @@ def args(algo: str, curriculum: str, *extra: str) -> list[str]:
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory, test_cache):
     sweep = tmp_path_factory.mktemp("uninterrupted")
-    done = rlx(["-m", "algo=grpo,ppo,reinforce", "curriculum=uniform,learnable_band", *TINY, f"trainer.max_steps={STEPS}",
+    done = rlx(["-m", "~hydra/callbacks", "algo=grpo,ppo,reinforce", "curriculum=uniform,learnable_band", *TINY,
+                f"trainer.max_steps={STEPS}",
                 f"hydra.sweep.dir={sweep}", "hydra.sweep.subdir=${algo.name}-${hydra:runtime.choices.curriculum}"],
                test_cache)
     assert done.returncode == 0, done.stdout[-3000:]
