@@ -128,7 +128,7 @@ def trim_history(run_dir: Path, step: int) -> tuple[int, int]:
     samples = run_dir / "samples.jsonl"
     if samples.is_file():
         lines = samples.read_text(encoding="utf-8").splitlines(keepends=True)
-        kept_lines = [line for line in lines if _sample_step(line) is not None and _sample_step(line) < step]
+        kept_lines = [line for line in lines if (s := _sample_step(line)) is not None and s < step]
         dropped_samples = len(lines) - len(kept_lines)
         if dropped_samples:
             tmp = samples.with_name(f".{samples.name}.tmp")
