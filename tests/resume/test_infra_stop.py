@@ -16,7 +16,7 @@ def test_a_reward_that_cannot_score_stops_the_run_naming_it(tmp_path, test_cache
                 "trainer.max_steps=6", f"hydra.run.dir={run}"], test_cache)
     assert done.returncode == 1, done.stdout[-3000:]
     last = done.stdout.strip().splitlines()[-1]
-    assert last.startswith("rlx: stopped after step 1: the reward ScorerDown (tests.resume.broken_reward)"), last
+    assert last.startswith("rlx: error: stopped after step 1: the reward ScorerDown (tests.resume.broken_reward)"), last
     assert "2 steps in a row" in last and "infra_stop.max_frac" in last
     assert training_steps(run) == [0, 1]
     assert checkpoint(run / "checkpoints" / "last.ckpt")["global_step"] == 2  # written before it stopped
