@@ -77,8 +77,7 @@ LEARNING_MODEL = ["model.warm_start.steps=150", "model.warm_start.corpus_size=20
 def test_epsilon_changes_the_default_run_and_the_clip_acts(tmp_path, test_cache, cfg_factory):
     # issue 11: the default preset updates off-policy within a step, so two runs that differ only in ε log
     # different losses on the same rollouts, and the clip takes the gradient of some tokens away
-    # two separate processes with the warm start cached first, so both start from the same RNG state (a
-    # multirun's later jobs, or a run that trains its warm start, start from another one today)
+    # two separate processes with the warm start cached first, so both sample the same first batch
     cfg = cfg_factory(*LEARNING_MODEL, *[a for a in SHORT if a.startswith("data.")], f"model.cache_dir={test_cache}")
     build_node(cfg, "model")(build_node(cfg, "data"))
     for eps in ("0.05", "0.2"):
