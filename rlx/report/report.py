@@ -136,9 +136,7 @@ def markdown(name: str, info: dict, runs: list[Run], keys: list[str], pngs: list
         lines += ["", "## Per configuration (mean ± std over seeds)", "", *config_lines, "", lead_note.capitalize()
                   if lead_note[:1].islower() else lead_note, "", "## Per run"]
     lines.append("")
-    header = ["run", *[f"`{k}`" + (" (inert)" if k in inert and len(inert[k][0]) == len(runs) else "")
-                       for k in keys],
-              "status", "reward (final)", "held-out acc before", "after", "Δ", "KL (final)", "length (final)",
+    header = ["run", *[f"`{k}`" for k in keys], "status", "reward (final)", "held-out acc before", "after", "Δ", "KL (final)", "length (final)",
               "steps", "wall s"]
     body = []
     for r in table:
