@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 from rlx.checks import build_node, check_algorithm, check_task
 from rlx.errors import ConfigError
 from rlx.inert import warn_inert
+from rlx.models.reference import FrozenReference
 from rlx.module import RLModule
 from rlx.report.run import finish_run
 
@@ -36,7 +37,7 @@ def build(cfg: DictConfig) -> tuple[RLModule, pl.Trainer]:
     model = build_node(cfg, "model")
     warn_inert(cfg, algo=algo, advantage=advantage, task=task, reward=reward, sampler=sampler, model=model)
     loaded = model(task)
-    reference = copy.deepcopy(loaded.policy) if algo.uses_reference else None  # the starting (SFT) policy
+    reference = FrozenReference(copy.deepcopy(loaded.policy)) if algo.uses_reference else None  # the SFT policy
     critic = algo.critic.build(loaded.policy) if algo.critic is not None else None  # PPO's value network
     run_dir = Path(cfg.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
