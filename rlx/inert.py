@@ -66,35 +66,28 @@ def rule(*patterns: str):
     return register
 
 
-def updates_per_batch(algo) -> int:
-    return algo.update_epochs * algo.minibatches
-
-
 def warm_started(model) -> bool:
     """A model factory that warm-starts from the task's teacher declares its recipe (`warm_start`, e.g.
     rlx.models.tiny.TinyModel); one that loads a directory (model=hf) has none."""
     return getattr(model, "warm_start", None) is not None
 
 
-def has_ratio(policy_loss) -> bool:
-    """The loss reads π_θ/π_old (the clipped surrogate) rather than log π alone (REINFORCE)."""
-    return bool(getattr(policy_loss, "uses_old_logp", True))  # same reading as rlx.checks
-
-
 # ------------------------------------------------------------------------------------------------ rules
-@rule("algo.epsilon", "algo.epsilon_high", "algo.policy_loss.epsilon", "algo.policy_loss.epsilon_high")
+@rule("algo.epsilon", "algo.epsilon_high", "policy_loss.epsilon", "policy_loss.epsilon_high", "policy_loss.clip_c")
 def _clip_range(p: Parts) -> str | None:
-    if not has_ratio(p.algo.policy_loss):
+    if not p.algo.policy_loss.uses_old_logp:
         return (f"the policy loss {type(p.algo.policy_loss).__name__} has no importance ratio, so no clip range "
-                "applies (use a clipped-ratio loss)")
-    if updates_per_batch(p.algo) == 1:
+                "applies (choose a ratio loss: policy_loss=clip, dual_clip, gspo or cispo)")
+    if p.algo.updates_per_batch == 1:
         return ("one optimiser step per rollout batch (algo.update_epochs × algo.minibatches = 1): the ratio "
                 "π_θ/π_old is exactly 1, so the clip never acts. Raise algo.update_epochs or algo.minibatches")
     return None
 
 
-@rule("algo.kl", "algo.kl.*", "algo.kl_in_reward", "algo.reference")
-def _kl_without_beta(p: Parts) -> str | None:
+@rule("kl.*")
+def _kl_unused(p: Parts) -> str | None:
+    if p.algo.kl.estimator is None:
+        return "kl=none: there is no KL estimator, so nothing reads it. Choose kl=k1, k2 or k3"
     if p.algo.beta == 0:
         return "algo.beta=0: there is no KL term and no reference model is loaded. Set algo.beta > 0"
     return None
@@ -102,8 +95,8 @@ def _kl_without_beta(p: Parts) -> str | None:
 
 @rule("algo.beta")
 def _beta_without_estimator(p: Parts) -> str | None:
-    if p.algo.kl is None:
-        return "algo.kl=null: no KL estimator, so β weighs nothing. Choose algo.kl"
+    if p.algo.kl.estimator is None:
+        return "kl=none: no KL estimator and no reference model, so β weighs nothing. Choose kl=k1, k2 or k3"
     return None
 
 
@@ -159,7 +152,7 @@ def _no_warm_start(p: Parts) -> str | None:
 
 @rule("reward.timeout_s")
 def _exact_verifier(p: Parts) -> str | None:
-    if p.reward.verifier == "exact":  # the key exists only for reward=math
+    if getattr(p.reward, "verifier", None) == "exact":  # reward=math's in-process comparison
         return "reward.verifier=exact compares in-process and never times out; reward.verifier=math_verify uses it"
     return None
 

@@ -227,8 +227,12 @@ def evaluate(runs: list[Run], measure_kl: Callable[[Path], float | None] | None 
 
 def markdown(rows: list[Row], ranking_line: str, info: dict, runs: list[Run]) -> str:
     wall = sum(r.summary.get("wall_s") or 0 for r in runs)
+    cpu = [r.cpu_s for r in runs if r.cpu_s is not None]
+    budget = (f"; {sum(cpu) / 60:.1f} CPU-minutes, about {sum(cpu) / 120:.0f} min on 2 idle cores"
+              if len(cpu) == len(runs) else "")
     lines = ["# The seed's claims", "", f"Command: `{info.get('command', 'python -m rlx +sweeps=seed_claims')}`",
-             f"(started {info.get('started', '?')}; {len(runs)} runs, {wall / 60:.1f} min of run time in all)", "",
+             f"(started {info.get('started', '?')}; {len(runs)} runs, {wall / 60:.1f} min of run time in all{budget})",
+             "",
              "| claim | measured (mean ± std over seeds) | runs | verdict |", "|---|---|---|---|"]
     for r in rows:
         cells = [r.claim, r.measured + (f" — {r.note}" if r.note else ""), r.runs, f"**{r.verdict}**"]

@@ -22,7 +22,8 @@ def kl_to_start(run_dir: str | Path, prompts: int = 256, seed: int = 0) -> float
     from omegaconf import OmegaConf
 
     from rlx.models.loading import load_local
-    from rlx.rollout.generate import generate, sequence_logprobs
+    from rlx.rollout.generate import generate
+    from rlx.rollout.logprobs import sequence_logprobs
 
     run_dir = Path(run_dir)
     footprint = run_dir / "footprint.json"
@@ -39,7 +40,7 @@ def kl_to_start(run_dir: str | Path, prompts: int = 256, seed: int = 0) -> float
         ids, mask, response_mask, _, _ = generate(policy.policy, policy.tokenizer, [r["prompt"] for r in rows],
                                                   task.max_new_tokens, temperature, greedy=False)
         width = response_mask.shape[1]
-        logp = sequence_logprobs(policy.policy, ids, mask, width, temperature)  # [N, T]
-        ref_logp = sequence_logprobs(reference.policy, ids, mask, width, temperature)  # [N, T]
+        logp = sequence_logprobs(policy.policy, ids, mask, width, temperature, micro_batch_size=64)  # [N, T]
+        ref_logp = sequence_logprobs(reference.policy, ids, mask, width, temperature, micro_batch_size=64)  # [N, T]
         per_sequence = ((logp - ref_logp) * response_mask).sum(-1)  # [N]
     return float(per_sequence.mean())

@@ -30,8 +30,13 @@ def training_state_bytes(module, optimizers) -> dict[str, int]:
     (AdamW: two moments per parameter). `optimizers`: the policy's, then the critic's when there is one."""
     import torch
 
-    models = {"policy": module.policy, "critic": module.critic, "reference": module.reference}
-    out = {f"{name}_weights": tensor_bytes(m.parameters()) if m is not None else 0 for name, m in models.items()}
+    out = {"policy_weights": tensor_bytes(module.policy.parameters()),
+           "critic_weights": tensor_bytes(module.critic.parameters()) if module.critic is not None else 0,
+           "reference_weights": 0}
+    if module.reference is not None:  # only what the reference does not share with the policy (LoRA shares all)
+        own = {p.data_ptr() for p in module.policy.parameters()}
+        with module.reference.forward_model() as ref:
+            out["reference_weights"] = tensor_bytes(p for p in ref.parameters() if p.data_ptr() not in own)
     out["policy_gradients"] = out["policy_weights"]
     out["critic_gradients"] = out["critic_weights"]
     for name, opt in zip(("policy", "critic"), optimizers):

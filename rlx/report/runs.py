@@ -94,6 +94,7 @@ class Run:
     metrics: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
     inert: dict[str, str] = field(default_factory=dict)  # key -> why it could not change anything
     footprint: dict = field(default_factory=dict)
+    cpu_s: float | None = None  # the job's CPU seconds (status.json, written by the sweep-report callback)
 
     @property
     def override_map(self) -> dict[str, str]:
@@ -139,7 +140,7 @@ def load_run(job_dir: Path) -> Run:
     return Run(job_dir=job_dir, num=num, overrides=read_overrides(job_dir), status=status,
                error=status_doc.get("error"), summary=summary,
                metrics=read_metrics(_metrics_path(job_dir, summary)), inert=_read_json(job_dir / INERT_FILE),
-               footprint=_read_json(job_dir / FOOTPRINT_FILE))
+               footprint=_read_json(job_dir / FOOTPRINT_FILE), cpu_s=status_doc.get("cpu_s"))
 
 
 def is_sweep_dir(path: str | Path) -> bool:

@@ -29,11 +29,14 @@ def inert(cfg_factory, overrides, keys):
 
 
 def test_epsilon_is_inert_with_one_update_per_batch_and_acts_with_more(cfg_factory):
-    found = inert(cfg_factory, ["algo=grpo", *SINGLE], ["algo.epsilon", "algo.epsilon_high", "algo.beta"])
-    assert set(found) == {"algo.epsilon", "algo.epsilon_high"}  # β acts (grpo loads a reference at 0.04)
+    found = inert(cfg_factory, ["algo=grpo", *SINGLE], ["algo.epsilon", "algo.epsilon_high", "algo.beta",
+                                                         "policy_loss.epsilon"])
+    assert set(found) == {"algo.epsilon", "algo.epsilon_high", "policy_loss.epsilon"}  # β acts (a reference at 0.04)
     assert "exactly 1" in found["algo.epsilon"] and "algo.update_epochs" in found["algo.epsilon"]
-    assert inert(cfg_factory, ["algo=grpo", "algo.update_epochs=2"], ["algo.epsilon"]) == {}
+    assert inert(cfg_factory, ["algo=grpo", *SINGLE[1:], "algo.update_epochs=2"], ["algo.epsilon"]) == {}
+    assert inert(cfg_factory, ["algo=grpo"], ["algo.epsilon"]) == {}  # the preset's 4 minibatch steps
     assert inert(cfg_factory, ["algo=ppo"], ["algo.epsilon"]) == {}  # 2 epochs × 4 minibatches
+    assert set(inert(cfg_factory, ["policy_loss=dual_clip", *SINGLE], ["policy_loss.clip_c"])) == {"policy_loss.clip_c"}
 
 
 def test_epsilon_is_inert_for_a_ratio_free_loss(cfg_factory):
@@ -41,11 +44,13 @@ def test_epsilon_is_inert_for_a_ratio_free_loss(cfg_factory):
     assert "PolicyGradient has no importance ratio" in found["algo.epsilon"]
 
 
-def test_kl_keys_are_inert_at_beta_zero(cfg_factory):
-    keys = ["algo.kl", "algo.kl_in_reward", "algo.reference", "algo.beta"]
-    assert set(inert(cfg_factory, ["algo=grpo", "algo.beta=0"], keys)) == {"algo.kl", "algo.kl_in_reward",
-                                                                          "algo.reference"}
+def test_kl_keys_are_inert_at_beta_zero_and_beta_without_an_estimator(cfg_factory):
+    keys = ["kl.placement", "algo.beta"]
+    found = inert(cfg_factory, ["algo=grpo", "algo.beta=0"], keys)
+    assert list(found) == ["kl.placement"] and found["kl.placement"].startswith("algo.beta=0")
     assert inert(cfg_factory, ["algo=grpo", "algo.beta=0.04"], keys) == {}
+    found = inert(cfg_factory, ["algo=dr_grpo"], keys)  # kl=none: nothing reads β or the placement
+    assert set(found) == {"kl.placement", "algo.beta"} and found["algo.beta"].startswith("kl=none")
 
 
 def test_curriculum_and_warm_start_keys(cfg_factory):
@@ -63,7 +68,8 @@ def test_curriculum_and_warm_start_keys(cfg_factory):
 def test_task_and_model_declarations():
     """Rules over components the config tree cannot combine today: a task without a plateau loss, a model
     loaded from a directory, a run without a critic, no soft overlong punishment."""
-    algo = SimpleNamespace(critic=None, shaping=SimpleNamespace(max_length=None), beta=0.0, kl=None)
+    algo = SimpleNamespace(critic=None, shaping=SimpleNamespace(max_length=None), beta=0.0,
+                           kl=SimpleNamespace(estimator=None))
     p = Parts(cfg=None, algo=algo, advantage=None, reward=None, sampler=None,
               task=SimpleNamespace(warm_start_plateau_loss=None), model=SimpleNamespace(name_or_path="/m"))
     found = find_inert(p, ["model.warm_start.plateau_check_step", "data.teacher_carry_drop",
@@ -87,7 +93,7 @@ def test_warn_inert_logs_each_key_and_writes_inert_json(cfg_factory, tmp_path, c
 
 
 def test_command_line_keys_leave_out_groups_deletions_and_hydra_keys():
-    overrides = ["algo=reinforce", "algo.epsilon=0.1", "+algo.shaping.clip_low=0", "~samples_every",
+    overrides = ["algo=reinforce", "kl=k1", "algo.epsilon=0.1", "+algo.shaping.clip_low=0", "~samples_every",
                  "hydra.job.chdir=false", "seed=3"]
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = compose("config", overrides=[o for o in overrides if o != "~samples_every" and "clip_low" not in o],
