@@ -57,6 +57,8 @@ class MultiSumTask(Task):
             would score every scratchpad 0, so it is refused.
     """
 
+    strict_answers = False  # the answer is the last number (reward=math with strict=null extracts it)
+
     def __init__(self, operand_counts: list[int], low: int, high: int, train_size: int, val_size: int,
                  split_seed: int, teacher_scratchpad: float, teacher_carry_drop: float, max_new_tokens: int,
                  reward_strict: bool, warm_start_min_match: float = Task.warm_start_min_match,
