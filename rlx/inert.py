@@ -24,9 +24,10 @@ from __future__ import annotations
 import fnmatch
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from omegaconf import DictConfig
 

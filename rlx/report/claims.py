@@ -16,9 +16,9 @@ A claim that does not hold is reported as such, with its numbers: nothing here i
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from rlx.report.aggregate import fmt_mean_std
 from rlx.report.runs import Run, tail_mean
@@ -46,7 +46,7 @@ class Seeds:
     runs: dict[str, dict[str, Run]] = field(default_factory=dict)  # variant -> seed -> run
 
     @classmethod
-    def of(cls, runs: list[Run]) -> "Seeds":
+    def of(cls, runs: list[Run]) -> Seeds:
         out = cls()
         for run in runs:
             m = run.override_map

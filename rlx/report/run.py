@@ -72,16 +72,17 @@ def markdown(run: Run, pngs: list[str]) -> str:
     lines = [f"# Run `{run.job_dir}`", ""]
     if run.overrides:
         lines += [f"Overrides: `{' '.join(run.overrides)}`", ""]
-    lines += ["| held-out acc before | after | reward (final) | KL to the reference (final) | approx-KL to the "
-              "sampling policy (mean) | length (final) | steps | wall s |", "|---|---|---|---|---|---|---|---|",
-              f"| {_fmt(before)} | {_fmt(after)} | {_fmt(run.final('reward/mean'))} | {_fmt(run.final('loss/kl'), 4)} | "
-              f"{_fmt(run.mean('loss/approx_kl'), 5)} | {_fmt(run.final('rollout/length_mean'), 1)} | "
-              f"{s.get('steps', '—')} | {s.get('wall_s', '—')} |"]
+    header = ("| held-out acc before | after | reward (final) | KL to the reference (final) | approx-KL to the "
+              "sampling policy (mean) | length (final) | steps | wall s |")
+    row = (f"| {_fmt(before)} | {_fmt(after)} | {_fmt(run.final('reward/mean'))} | {_fmt(run.final('loss/kl'), 4)} | "
+           f"{_fmt(run.mean('loss/approx_kl'), 5)} | {_fmt(run.final('rollout/length_mean'), 1)} | "
+           f"{s.get('steps', '—')} | {s.get('wall_s', '—')} |")
+    lines += [header, "|---|---|---|---|---|---|---|---|", row]
     for key, why in run.inert.items():
         lines += ["", f"**Inert**: `{key}` could not change anything in this run: {why}"]
-    lines += ["", *[f"![{Path(p).stem}]({p})" for p in pngs], "",
-              "Final = mean of the last 10% of logged steps in metrics.csv; held-out accuracy from summary.json "
-              "(greedy decoding on the validation split, before and after RL).", ""]
+    footnote = ("Final = mean of the last 10% of logged steps in metrics.csv; held-out accuracy from summary.json "
+                "(greedy decoding on the validation split, before and after RL).")
+    lines += ["", *[f"![{Path(p).stem}]({p})" for p in pngs], "", footnote, ""]
     return "\n".join(lines)
 
 

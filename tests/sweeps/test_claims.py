@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import pytest
-from tests.sweeps.sweep_helpers import md_table
-from tests.sweeps.synthetic import write_job
 
 from rlx.report import write_report
 from rlx.report.claims import evaluate, verdict
 from rlx.report.runs import load_sweep
+from tests.sweeps.sweep_helpers import md_table
+from tests.sweeps.synthetic import write_job
 
 STEPS = 20
 
@@ -33,11 +33,11 @@ def sweep_where_everything_holds(root, seeds=(0, 1)):
     n = 0
     for seed in seeds:
         for name, kw in {
-            "ppo": dict(state=32e6, peak=1400.0), "reinforce": dict(state=16e6, peak=700.0),
-            "grpo": dict(zero=0.6, fail_len=[5.0] * 10 + [9.0] * 10, approx_kl=2e-3), "dapo": {},
-            "dr_grpo": dict(fail_len=[5.0] * 10 + [6.0] * 10), "grpo_band": dict(zero=0.3),
-            "grpo_dynamic": dict(zero=0.6, zero_batch=0.0, groups=40.0, seconds=2.5),
-            "grpo_beta0": {}, "grpo_eps_small": dict(approx_kl=5e-4, epsilon=0.05),
+            "ppo": {"state": 32e6, "peak": 1400.0}, "reinforce": {"state": 16e6, "peak": 700.0},
+            "grpo": {"zero": 0.6, "fail_len": [5.0] * 10 + [9.0] * 10, "approx_kl": 2e-3}, "dapo": {},
+            "dr_grpo": {"fail_len": [5.0] * 10 + [6.0] * 10}, "grpo_band": {"zero": 0.3},
+            "grpo_dynamic": {"zero": 0.6, "zero_batch": 0.0, "groups": 40.0, "seconds": 2.5},
+            "grpo_beta0": {}, "grpo_eps_small": {"approx_kl": 5e-4, "epsilon": 0.05},
         }.items():
             variant(root, n, name, seed, **kw)
             n += 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from tests.sweeps.sweep_helpers import md_table, run_rlx
 
 pytestmark = pytest.mark.slow

@@ -8,12 +8,12 @@ import sys
 
 import matplotlib.image
 import numpy as np
-from tests.sweeps.sweep_helpers import REPO, md_table, offline_env
-from tests.sweeps.synthetic import write_job
 
 from rlx.report import write_report
 from rlx.report.aggregate import group_by_config, leader, mean_std
 from rlx.report.runs import load_sweep
+from tests.sweeps.sweep_helpers import REPO, md_table, offline_env
+from tests.sweeps.synthetic import write_job
 
 
 def seed_sweep(root, afters: dict[str, list[float]]):
