@@ -125,10 +125,13 @@ def zero_variance(s: Seeds) -> list[Row]:
     pairs = s.paired("grpo", "grpo_band")
     uni = [r.mean("reward/zero_std_frac") for _, [r, _] in pairs]
     band = [r.mean("reward/zero_std_frac") for _, [_, r] in pairs]
+    seen = [r.metrics["curriculum/seen_frac"][-1][1] for _, [_, r] in pairs if r.metrics.get("curriculum/seen_frac")]
     ds = [u - b > tol if _both([u, b]) else None for u, b in zip(uni, band)]
     rows = [Row(f"(b) learnable_band lowers the share of generated zero-variance groups (τ = {tol})",
                 f"share of generated groups with equal rewards: uniform {fmt_mean_std(uni)}, learnable_band "
-                f"{fmt_mean_std(band)}", s.names("grpo", "grpo_band"), verdict(ds))]
+                f"{fmt_mean_std(band)}", s.names("grpo", "grpo_band"), verdict(ds),
+                f"By the last step the band had a pass-rate estimate for {fmt_mean_std(seen, 2)} of the training "
+                "prompts (unseen ones carry its prior, inside the band)." if seen else "")]
     pairs = s.paired("grpo", "grpo_dynamic")
     trained = [r.mean("reward/zero_std_frac_batch") for _, [_, r] in pairs]
     worst = [max((v for _, v in r.metrics.get("reward/zero_std_frac_batch", [])), default=None) for _, [_, r] in pairs]
@@ -209,10 +212,12 @@ def clip_range(s: Seeds) -> list[Row]:
     eps = [(config_value(a, "algo.epsilon"), config_value(b, "algo.epsilon")) for _, [a, b] in pairs[:1]]
     names = f"ε = {eps[0][0]}" if eps else "small ε", f"ε = {eps[0][1]}" if eps else "large ε"
     ds = [(lg - sm) > 0.05 * max(lg, 1e-12) if _both([sm, lg]) else None for sm, lg in zip(small, large)]
+    still = all(v == 0 for v in small + large if v is not None) and any(v is not None for v in small + large)
     return [Row("(f) a small ε keeps the per-step approx-KL to the sampling policy below a large ε's (τ: 5% lower)",
                 f"loss/approx_kl, mean over steps: {names[0]} {fmt_mean_std(small, 5)}, {names[1]} "
                 f"{fmt_mean_std(large, 5)}",
-                s.names("grpo_eps_small", "grpo"), verdict(ds))]
+                s.names("grpo_eps_small", "grpo"), verdict(ds),
+                "The ratio never left 1 (one optimiser step per batch): no clip range could act." if still else "")]
 
 
 def evaluate(runs: list[Run], measure_kl: Callable[[Path], float | None] | None = None) -> tuple[list[Row], str]:

@@ -20,6 +20,7 @@ def kl_to_start(run_dir: str | Path, prompts: int = 256, seed: int = 0) -> float
     import torch
     from hydra.utils import instantiate
     from omegaconf import OmegaConf
+    from transformers.utils import logging as hf_logging
 
     from rlx.models.loading import load_local
     from rlx.rollout.generate import generate
@@ -30,6 +31,7 @@ def kl_to_start(run_dir: str | Path, prompts: int = 256, seed: int = 0) -> float
     start = json.loads(footprint.read_text()).get("start_model") if footprint.is_file() else None
     if not start or not (Path(start) / "config.json").is_file() or not (run_dir / "policy" / "config.json").is_file():
         return None
+    hf_logging.disable_progress_bar()  # two 4 MB models load here: no "Loading weights" bars in the report
     cfg = OmegaConf.load(run_dir / "config.yaml")
     task = instantiate(cfg.data, _convert_="all")
     policy, reference = load_local(run_dir / "policy"), load_local(Path(start))
