@@ -230,11 +230,21 @@ def evaluate(runs: list[Run], measure_kl: Callable[[Path], float | None] | None 
     return rows, ranking(s)
 
 
+def makespan(seconds: list[float], workers: int) -> float:
+    """The wall time of jobs taking `seconds` each (in launch order) on `workers` idle workers that each take
+    the next job when free (joblib's dispatch): a job's CPU seconds at one thread ≈ its wall time alone on a
+    core, so this is the sweep's wall time on `workers` idle cores."""
+    free = [0.0] * workers
+    for s in seconds:
+        free[free.index(min(free))] += s
+    return max(free, default=0.0)
+
+
 def markdown(rows: list[Row], ranking_line: str, info: dict, runs: list[Run]) -> str:
     wall = sum(r.summary.get("wall_s") or 0 for r in runs)
     cpu = [r.cpu_s for r in runs if r.cpu_s is not None]
-    budget = (f"; {sum(cpu) / 60:.1f} CPU-minutes, about {sum(cpu) / 120:.0f} min on 2 idle cores"
-              if len(cpu) == len(runs) else "")
+    budget = (f"; {sum(cpu) / 60:.1f} CPU-minutes: about {makespan(cpu, 2) / 60:.0f} min on 2 idle cores, two "
+              "one-thread jobs at a time" if len(cpu) == len(runs) else "")
     lines = ["# The seed's claims", "", f"Command: `{info.get('command', 'python -m rlx +sweeps=seed_claims')}`",
              f"(started {info.get('started', '?')}; {len(runs)} runs, {wall / 60:.1f} min of run time in all{budget})",
              "",

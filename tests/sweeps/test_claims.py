@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rlx.report import write_report
-from rlx.report.claims import evaluate, verdict
+from rlx.report.claims import evaluate, makespan, verdict
 from rlx.report.runs import load_sweep
 from tests.sweeps.sweep_helpers import md_table
 from tests.sweeps.synthetic import write_job
@@ -59,6 +59,11 @@ def test_verdict_rule():
     assert verdict([True, False]) == "inconclusive"
     assert verdict([True]) == "inconclusive"  # one seed decides nothing
     assert verdict([True, None, True]) == "holds"  # an unmeasurable seed is left out
+
+
+def test_makespan_on_two_workers():
+    # jobs of 3, 1, 1, 1 s: worker A takes 3; worker B takes 1, 1, 1 → both free at 3 s
+    assert makespan([3, 1, 1, 1], 2) == 3 and makespan([1, 1, 1], 2) == 2 and makespan([], 2) == 0
 
 
 def test_every_claim_holds_on_runs_that_show_it(tmp_path):
