@@ -30,6 +30,17 @@ from rlx.rollout.generate import generate
 from rlx.update import NonFiniteGuard, prepare, update
 
 
+def length_by_outcome(lengths, statuses: list[str], valid) -> dict:
+    """rollout/length_pass and rollout/length_fail: mean completion length (tokens, eos included) of the
+    completions that passed and of the scored ones that did not; a side with no completion is not logged."""
+    passed = torch.tensor([s == Status.PASS.value for s in statuses], device=lengths.device)  # [N]
+    out = {}
+    for name, rows in (("pass", passed & valid), ("fail", ~passed & valid)):
+        if rows.any():
+            out[f"rollout/length_{name}"] = lengths[rows].float().mean()
+    return out
+
+
 class StepTicker(IterableDataset):
     """The training 'data' is the step counter: prompts come from the curriculum sampler, which the
     module owns so that its state is checkpointed with the model and never prefetched ahead."""
@@ -149,6 +160,7 @@ class RLModule(LightningModule):
                for s in set(batch.statuses)},
             **self.sampler.metrics(),
             **losses,
+            **length_by_outcome(mask.sum(-1), batch.statuses, valid),
         }
         shown = {"reward/mean", "loss/kl", "loss/clipfrac"}
         self.log_dict({k: v for k, v in metrics.items() if k not in shown}, on_step=True, batch_size=1)

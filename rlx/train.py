@@ -17,8 +17,10 @@ from rlx.callbacks.resume import Resume
 from rlx.checks import build_node, check_algorithm, check_task
 from rlx.cli.preflight import bundled_task_hint
 from rlx.errors import ConfigError
+from rlx.inert import warn_inert
 from rlx.models.reference import FrozenReference
 from rlx.module import RLModule
+from rlx.report.run import finish_run
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +37,9 @@ def build(cfg: DictConfig) -> tuple[RLModule, pl.Trainer]:
         check_task(task, reward)
     sampler = build_node(cfg, "curriculum")
     sampler.bind(task.train)  # a curriculum the data cannot serve (sorted without its key) fails before the model loads
-    loaded = build_node(cfg, "model")(task)
+    model = build_node(cfg, "model")
+    warn_inert(cfg, algo=algo, advantage=advantage, task=task, reward=reward, sampler=sampler, model=model)
+    loaded = model(task)
     reference = FrozenReference(copy.deepcopy(loaded.policy)) if algo.uses_reference else None  # the SFT policy
     critic = algo.critic.build(loaded.policy) if algo.critic is not None else None  # PPO's value network
     run_dir = Path(cfg.run_dir)
@@ -90,6 +94,7 @@ def train(cfg: DictConfig) -> dict:
         "checkpoint": str(run_dir / "checkpoints" / "last.ckpt"),
     }
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    finish_run(run_dir, module, trainer)  # footprint.json, reward/KL/length plots and report.md in the run dir
     return summary
 
 
