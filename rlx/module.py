@@ -22,6 +22,14 @@ from torch.utils.data import DataLoader, IterableDataset
 
 from rlx.algos.aggregation import token_mean
 from rlx.algos.spec import Algorithm
+from rlx.distributed import (
+    EvalTally,
+    World,
+    average_gradients,
+    eval_sampler,
+    mean_over_ranks,
+    take,
+)
 from rlx.rewards.base import Status
 from rlx.rollout.batch import RolloutBatch
 from rlx.rollout.collect import collect, score
@@ -72,13 +80,15 @@ class RLModule(LightningModule):
         self.samples_path = Path(samples_path) if samples_path else None
         self.samples_every, self.samples_per_step = samples_every, samples_per_step
         self.before_metrics: dict | None = None  # held-out metrics of the starting policy, kept across resumes
+        self.val_tally = EvalTally()  # held-out sums of this rank (rlx.distributed.evaluation)
 
     # ---------------------------------------------------------------- data and optimisers
     def train_dataloader(self):
         return DataLoader(StepTicker(), batch_size=None)
 
     def val_dataloader(self):
-        return DataLoader(self.task.val, batch_size=self.val_batch_size, collate_fn=list)
+        return DataLoader(self.task.val, batch_size=self.val_batch_size, collate_fn=list,
+                          sampler=eval_sampler(World.current(), self.task.val))  # rank's share, no repeats
 
     def configure_optimizers(self):
         optimizer = self.algo.optimizer(self.policy.parameters())
@@ -102,10 +112,14 @@ class RLModule(LightningModule):
         batch, stats = collect(self.policy, self.tokenizer, self.reward, self.sampler, self.task.train,
                                self.algo.prompts_per_step, self.algo.group_size, self.task.max_new_tokens,
                                self.algo.temperature, self.tokenizer.pad_token_id)
+        world = World.current()
+        shard = take(world, batch, self.tokenizer.pad_token_id, self.algo.minibatches)  # this rank's groups
+        batch = shard.batch
         self.prepare(batch)
-        losses = self.update(batch)
-        self.log_step(batch, stats, losses)
-        self.write_samples(batch, step)
+        losses = mean_over_ranks(world, self.update(batch))
+        whole = shard.whole(batch)  # every rank's rows: the step's metrics as one process computes them
+        self.log_step(whole, stats, losses)
+        self.write_samples(whole, step, shard.ranks())
 
     @torch.no_grad()
     def prepare(self, batch: RolloutBatch) -> None:
@@ -138,14 +152,16 @@ class RLModule(LightningModule):
         totals: dict[str, float] = {}
         updates = algo.update_epochs * algo.minibatches
         done = 0
+        world = World.current()
         for _ in range(algo.update_epochs):
             order = torch.randperm(n, device=batch.input_ids.device)
-            for rows in order.chunk(algo.minibatches):
+            for rows in order.tensor_split(algo.minibatches):  # exactly `minibatches` steps, on every rank
                 mb = batch.select(rows)
                 metrics = self.policy_objective(mb)
                 loss = metrics.pop("loss")
                 optimizer.zero_grad(set_to_none=True)
                 self.manual_backward(loss)
+                average_gradients(world, self.policy.parameters())  # one all-reduce per step (rlx.distributed)
                 metrics["optim/grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.policy.parameters(),
                                                                             algo.max_grad_norm))
                 done += 1
@@ -189,6 +205,7 @@ class RLModule(LightningModule):
         loss = token_mean(self.algo.critic.loss(values, mb.values, mb.returns), mask)
         optimizer.zero_grad(set_to_none=True)
         self.manual_backward(loss)
+        average_gradients(World.current(), self.critic.parameters())
         norm = torch.nn.utils.clip_grad_norm_(self.critic.parameters(), self.algo.critic.max_grad_norm)
         optimizer.step()
         return {"loss/value": loss.detach(), "optim/critic_grad_norm": float(norm),
@@ -226,8 +243,9 @@ class RLModule(LightningModule):
         self.log_dict({k: v for k, v in metrics.items() if k in shown}, on_step=True, prog_bar=True,
                       batch_size=1)
 
-    def write_samples(self, batch: RolloutBatch, step: int) -> None:
-        if self.samples_path is None or step % self.samples_every:
+    def write_samples(self, batch: RolloutBatch, step: int, ranks: list[int]) -> None:
+        """`ranks[i]`: the rank that trained row i. Rank 0 alone writes (the batch holds every rank's rows)."""
+        if self.samples_path is None or step % self.samples_every or not World.current().is_zero:
             return
         rows = self.task.train
         with self.samples_path.open("a", encoding="utf-8") as out:
@@ -235,12 +253,15 @@ class RLModule(LightningModule):
                 out.write(json.dumps({
                     "step": step, "prompt": rows[int(batch.prompt_index[i])]["prompt"],
                     "completion": batch.completions[i], "reward": float(batch.rewards[i]),
-                    "status": batch.statuses[i],
+                    "status": batch.statuses[i], "rank": ranks[i],
                 }) + "\n")
 
     # ---------------------------------------------------------------- held-out evaluation
     def on_validation_start(self) -> None:
         self._move_reference()
+
+    def on_validation_epoch_start(self) -> None:
+        self.val_tally.reset()
 
     def validation_step(self, rows: list[dict], batch_idx: int) -> None:
         texts = generate(self.policy, self.tokenizer, [r["prompt"] for r in rows], self.task.max_new_tokens,
@@ -248,8 +269,13 @@ class RLModule(LightningModule):
         verdicts = score(self.reward, texts, rows)
         passed = torch.tensor([v.status == Status.PASS for v in verdicts], dtype=torch.float32)
         rewards = torch.tensor([float(v.reward) for v in verdicts])
-        self.log("val/accuracy", passed.mean(), batch_size=len(rows), prog_bar=True)
-        self.log("val/reward", rewards.mean(), batch_size=len(rows))
+        self.val_tally.add(passed, rewards)
+
+    def on_validation_epoch_end(self) -> None:
+        # sums over every rank's rows / the true count: not Lightning's mean of the ranks' means
+        results = self.val_tally.results(World.current())
+        self.log("val/accuracy", results.pop("val/accuracy"), prog_bar=True, sync_dist=True)
+        self.log_dict(results, sync_dist=True)  # equal on every rank: the sync averages equal values
 
     # ---------------------------------------------------------------- checkpoints
     def on_save_checkpoint(self, checkpoint: dict) -> None:

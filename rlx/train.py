@@ -14,6 +14,8 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rlx.checks import build_node, check_algorithm, check_task
+from rlx.distributed import World, env_is_rank_zero, replicas
+from rlx.distributed.checks import check_config, check_trainer
 from rlx.errors import ConfigError
 from rlx.module import RLModule
 
@@ -29,6 +31,7 @@ def build(cfg: DictConfig) -> tuple[RLModule, pl.Trainer]:
     task = build_node(cfg, "data")
     reward = build_node(cfg, "reward")
     check_task(task, reward)
+    check_config(cfg, algo, advantage, task)  # several processes: what they need from the config (rlx.distributed)
     sampler = build_node(cfg, "curriculum")
     sampler.bind(task.train)  # a curriculum the data cannot serve (sorted without its key) fails before the model loads
     loaded = build_node(cfg, "model")(task)
@@ -42,6 +45,7 @@ def build(cfg: DictConfig) -> tuple[RLModule, pl.Trainer]:
         samples_every=cfg.samples_every, samples_per_step=cfg.samples_per_step,
     )
     trainer = build_node(cfg, "trainer", logger=build_node(cfg, "logger"))
+    check_trainer(trainer, algo, advantage, task)
     return module, trainer
 
 
@@ -55,7 +59,8 @@ def train(cfg: DictConfig) -> dict:
     reset_peak_memory()  # a multirun runs its jobs in one process: each summary reports its own peak
     run_dir = Path(cfg.run_dir)
     module, trainer = build(cfg)
-    OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
+    if env_is_rank_zero():  # the ranks Lightning starts run this too, before the process group exists
+        OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
     if cfg.ckpt_path is None:
         module.before_metrics = validate(trainer, module)
         log.info("before RL: %s", module.before_metrics)
@@ -64,9 +69,12 @@ def train(cfg: DictConfig) -> dict:
     train_metrics = {k: round(float(v), 4) for k, v in trainer.callback_metrics.items()
                      if k.split("/")[0] in ("reward", "loss", "rollout", "adv", "curriculum")}
     after = validate(trainer, module)
+    world = World.current()  # every rank evaluated its share; rank 0 alone writes what follows
+    distributed = replicas(world, module.policy)  # world_size, and whether every rank ended with the same weights
     policy_dir = run_dir / "policy"
-    module.policy.save_pretrained(policy_dir)
-    module.tokenizer.save_pretrained(policy_dir)
+    if world.is_zero:
+        module.policy.save_pretrained(policy_dir)
+        module.tokenizer.save_pretrained(policy_dir)
     close = getattr(module.reward, "close", None)
     if close is not None:
         close()
@@ -76,6 +84,7 @@ def train(cfg: DictConfig) -> dict:
         "train": train_metrics,
         "wall_s": round(time.perf_counter() - start, 1),
         "steps": trainer.global_step,
+        **distributed,
         "peak_rss_mb": round(peak_rss_mb(), 1),
         "run_dir": str(run_dir),
         "policy_dir": str(policy_dir),
@@ -83,7 +92,8 @@ def train(cfg: DictConfig) -> dict:
         "samples": str(run_dir / "samples.jsonl"),
         "checkpoint": str(run_dir / "checkpoints" / "last.ckpt"),
     }
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    if world.is_zero:
+        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
 
 

@@ -32,6 +32,8 @@ from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from rlx.distributed.env import env_is_rank_zero
+
 log = logging.getLogger(__name__)
 
 
@@ -130,10 +132,14 @@ class SweepReport(Callback):
 
     # ---------------------------------------------------------------- each job (runs in the job's process)
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        if not env_is_rank_zero():  # a run over several processes (trainer=ddp): rank 0 speaks for the job
+            return
         _write_json(_job_dir(config) / "status.json", {"status": "running",
                                                        "started": time.strftime("%Y-%m-%d %H:%M:%S")})
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
+        if not env_is_rank_zero():
+            return
         failed = job_return.status == JobStatus.FAILED
         doc: dict = {"status": "failed" if failed else "completed",
                      "ended": time.strftime("%Y-%m-%d %H:%M:%S")}

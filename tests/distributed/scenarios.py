@@ -1,0 +1,169 @@
+"""What each rank does in the multi-process tests (importable by spawned processes). Every scenario runs on
+every rank, with the same collectives in the same order, and returns plain data for the parent to check."""
+
+from __future__ import annotations
+
+import torch
+
+from rlx.distributed import (
+    EvalTally,
+    World,
+    average_gradients,
+    eval_sampler,
+    global_weights,
+    mean_over_ranks,
+)
+from rlx.distributed.outputs import replicas
+from rlx.distributed.rollout import RanksOutOfStep, sharded_round, take
+from rlx.rollout.batch import RolloutBatch
+
+PAD = 0
+
+
+def fake_round(indices: list[int], group_size: int, prompt_width: int, response_width: int) -> RolloutBatch:
+    """A scored round of `indices` with G completions each; rewards and token ids from torch's global RNG."""
+    n = len(indices) * group_size
+    response_mask = torch.ones(n, response_width, dtype=torch.long)
+    response_mask[::2, -1] = 0  # every other completion one token shorter
+    attention = torch.cat([torch.ones(n, prompt_width, dtype=torch.long), response_mask], dim=1)
+    return RolloutBatch(
+        input_ids=torch.randint(1, 50, (n, prompt_width + response_width)) * attention,
+        attention_mask=attention,
+        response_mask=response_mask,
+        group_index=torch.arange(len(indices)).repeat_interleave(group_size),
+        prompt_index=torch.tensor(indices).repeat_interleave(group_size),
+        rewards=torch.rand(n),
+        valid=torch.ones(n, dtype=torch.bool),
+        truncated=torch.zeros(n, dtype=torch.bool),
+        completions=[f"c{i}" for i in indices for _ in range(group_size)],
+        statuses=["PASS"] * n,
+        components={"correct": torch.rand(n)},
+    )
+
+
+def round_and_take(rank: int, world_size: int) -> dict:
+    world = World.current()
+    torch.manual_seed(0)  # the ranks' global generators in step, as per-step seeding leaves them
+    drawn = {}
+
+    def generate(share):
+        drawn["rand"] = torch.rand(3).tolist()  # this rank's generation stream
+        return fake_round(share, group_size=2, prompt_width=3 + rank, response_width=2 + rank)
+
+    indices = [10, 11, 12, 13, 14]
+    batch = sharded_round(world, generate, indices, PAD)
+    after = torch.rand(2).tolist()  # the global stream after the round: in step again
+    shard = take(world, batch, PAD, min_rows=1)
+    whole = shard.whole()
+    try:
+        sharded_round(world, generate, [20 + rank, 21], PAD)  # the ranks drew different prompts
+        out_of_step = None
+    except RanksOutOfStep as err:
+        out_of_step = str(err)
+    return {"prompt_index": batch.prompt_index.tolist(), "group_index": batch.group_index.tolist(),
+            "shape": list(batch.input_ids.shape), "response_width": batch.response_mask.shape[1],
+            "rewards": batch.rewards.tolist(), "attention_rows": batch.attention_mask.sum(-1).tolist(),
+            "drawn": drawn["rand"], "after": after,
+            "shard_prompts": shard.batch.prompt_index.tolist(), "shard_groups": shard.batch.group_index.tolist(),
+            "whole_prompts": whole.prompt_index.tolist(), "ranks": shard.ranks(), "out_of_step": out_of_step}
+
+
+# ---------------------------------------------------------------- the update: W ranks vs one process
+def token_mean(mask):  # the aggregation modes' shape: weights [n, T] from the mask alone
+    return mask / mask.sum().clamp(min=1)
+
+
+def seq_mean_token_mean(mask):
+    tokens = mask.sum(-1, keepdim=True)
+    return mask / tokens.clamp(min=1) / (tokens > 0).sum().clamp(min=1)
+
+
+MODES = {"token_mean": token_mean, "seq_mean_token_mean": seq_mean_token_mean}
+
+
+def toy_problem(seed: int = 0):
+    """12 sequences of 1..6 tokens with features [12, 6, 4] and targets [12, 6]."""
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.tensor([1, 6, 2, 5, 3, 4, 6, 1, 2, 2, 5, 3])
+    mask = (torch.arange(6)[None, :] < lengths[:, None]).float()  # [12, 6]
+    return torch.randn(12, 6, 4, generator=g), torch.randn(12, 6, generator=g), mask
+
+
+def train_toy(rows, world: World, weigh, global_norm: bool, micro: int, steps: int = 3) -> torch.Tensor:
+    """`steps` AdamW steps of a linear model on the toy problem's `rows` (this rank's), each over micro-batches
+    of `micro` rows with gradients accumulated, then averaged over ranks (rlx's update, in miniature)."""
+    x, y, mask = toy_problem()
+    x, y, mask = x[rows], y[rows], mask[rows]
+    torch.manual_seed(1)
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.1)
+    for _ in range(steps):
+        weights = global_weights(world, weigh, mask) if global_norm else weigh(mask)  # [n, T]
+        optimizer.zero_grad(set_to_none=True)
+        for start in range(0, len(rows), micro):
+            cut = slice(start, start + micro)
+            loss_mat = (model(x[cut]).squeeze(-1) - y[cut]) ** 2  # [m, T]
+            (loss_mat * weights[cut]).sum().backward()
+        average_gradients(world, model.parameters())
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+    return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+
+
+def update_equivalence(rank: int, world_size: int) -> dict:
+    world = World.current()
+    mine = list(range(5)) if rank == 0 else list(range(5, 12))  # uneven shares, different widths
+    out = {}
+    for name, weigh in MODES.items():
+        single = train_toy(list(range(12)), World(), weigh, global_norm=True, micro=5)
+        out[name] = {
+            "single": single.tolist(),
+            "global": train_toy(mine, world, weigh, global_norm=True, micro=2).tolist(),
+            "local": train_toy(mine, world, weigh, global_norm=False, micro=2).tolist(),
+        }
+    # loss metrics: Σ w·L with global weights, averaged over ranks = the single-process loss
+    x, y, mask = toy_problem()
+    loss_mat = (x.sum(-1) - y) ** 2
+    single_loss = float((loss_mat * token_mean(mask)).sum())
+    part = float((loss_mat[mine] * global_weights(world, token_mean, mask[mine])).sum())
+    out["loss"] = {"single": single_loss, "ranks": mean_over_ranks(world, {"loss/policy": part})["loss/policy"]}
+    return out
+
+
+def gradients_without_rows(rank: int, world_size: int) -> dict:
+    """A rank whose minibatch reached no parameter: its gradient counts as zero, not as missing."""
+    world = World.current()
+    model = torch.nn.Linear(2, 1)
+    unused = torch.nn.Parameter(torch.ones(1))
+    if rank == 0:
+        model(torch.ones(1, 2)).sum().backward()
+    average_gradients(world, [*model.parameters(), unused])
+    return {"weight_grad": model.weight.grad.tolist(), "unused_grad_is_none": unused.grad is None}
+
+
+# ---------------------------------------------------------------- evaluation, metrics, replicas
+def evaluation(rank: int, world_size: int) -> dict:
+    world = World.current()
+    rows = [{"i": i} for i in range(5)]
+    mine = list(eval_sampler(world, rows))
+    passed = torch.tensor([1.0, 0.0, 1.0]) if rank == 0 else torch.tensor([1.0, 1.0])
+    tally = EvalTally()
+    tally.add(passed, passed * 0.5)
+    return {"rows": mine, "results": tally.results(world)}
+
+
+def replica_check(rank: int, world_size: int) -> dict:
+    world = World.current()
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+    same = replicas(world, model)
+    if rank == 1:
+        with torch.no_grad():
+            model.bias[0] += 1e-6
+    return {"same": same, "perturbed": replicas(world, model)}
+
+
+def everything(rank: int, world_size: int) -> dict:
+    return {"round": round_and_take(rank, world_size), "update": update_equivalence(rank, world_size),
+            "no_rows": gradients_without_rows(rank, world_size), "eval": evaluation(rank, world_size),
+            "replicas": replica_check(rank, world_size)}
