@@ -3,6 +3,8 @@ every rank, with the same collectives in the same order, and returns plain data 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
 from rlx.distributed import (
@@ -166,4 +168,109 @@ def replica_check(rank: int, world_size: int) -> dict:
 def everything(rank: int, world_size: int) -> dict:
     return {"round": round_and_take(rank, world_size), "update": update_equivalence(rank, world_size),
             "no_rows": gradients_without_rows(rank, world_size), "eval": evaluation(rank, world_size),
-            "replicas": replica_check(rank, world_size)}
+            "replicas": replica_check(rank, world_size), "rlx": rlx_updates(rank, world_size),
+            "curricula": curricula_in_step(rank, world_size)}
+
+
+# ---------------------------------------------------------------- rlx's own update: W ranks vs one process
+# (overrides, what they exercise): one full-batch optimiser step per epoch, so W=1 and W=2 take the same steps
+PRESETS = {
+    "grpo": ["algo=grpo", "algo.beta=0.04", "algo.micro_batch_size=3"],  # seq-mean-token-mean, KL in the loss
+    "dapo": ["algo=dapo", "curriculum=uniform", "algo.micro_batch_tokens=40"],  # token mean, token budgets
+    "dr_grpo": ["algo=dr_grpo"],  # sum over a constant
+    "ppo": ["algo=ppo", "advantage.whiten=false", "algo.micro_batch_size=5"],  # critic and its optimiser
+}
+COMMON = ["algo.update_epochs=3", "algo.minibatches=1", "algo.prompts_per_step=6"]
+
+
+def rlx_update(preset: str, world: World, rank_rows=None) -> dict:
+    """prepare + update (rlx.update) of a float64 tiny Llama on a fixed scored batch of 6 prompts, on this
+    rank's share of it (`take`) when the world has several ranks; returns the weights and the logged losses."""
+    import copy
+
+    from rlx.checks import build_node
+    from rlx.data.arithmetic import ArithmeticTask
+    from rlx.models.reference import FrozenReference
+    from rlx.models.tiny import build_tiny_llama
+    from rlx.models.tokenizer import build_char_tokenizer
+    from rlx.rollout.collect import generate_and_score
+    from rlx.update import NonFiniteGuard, prepare, update
+    from tests.algos.helpers import ScriptedReward
+    from tests.conftest import compose_config
+
+    cfg = compose_config([*PRESETS[preset], *COMMON], run_dir="/tmp/unused")
+    algo, advantage = build_node(cfg, "algo"), build_node(cfg, "advantage")
+    tok = build_char_tokenizer()
+    task = ArithmeticTask(10, 99, 10, 0, 0.5, 6, warm_start_min_match=0.0, warm_start_plateau_loss=None)
+    torch.manual_seed(0)
+    model = build_tiny_llama(tok, 32, 2, 2, 64, 64, 0.5, seed=0).double()
+    g = algo.group_size
+    rewards = [float(x) for x in torch.randint(0, 2, (6 * g,), generator=torch.Generator().manual_seed(1))]
+    batch = generate_and_score(model, tok, ScriptedReward(rewards), task.train, list(range(6)), g, 6, 1.0)
+    batch = replace(batch, rewards=batch.rewards.double())
+    reference = FrozenReference(copy.deepcopy(model)) if algo.uses_reference else None
+    critic = algo.critic.build(model).double() if algo.critic is not None else None  # its head is float32
+    shard = take(world, batch, tok.pad_token_id, algo.minibatches)
+    torch.manual_seed(2)
+    prepared, metrics = prepare(shard.batch, algo, advantage, model, reference, critic)
+    optimizer = algo.optimizer(model.parameters())
+    critic_optimizer = algo.critic.optimizer(critic.parameters()) if critic is not None else None
+    losses = update(prepared, algo, model, optimizer, critic, critic_optimizer, lambda loss: loss.backward(),
+                    NonFiniteGuard(10))
+    metrics = mean_over_ranks(world, {**metrics, **losses})
+    params = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+    out = {"params": params, "metrics": {k: float(v) for k, v in metrics.items()}, "rows": len(shard.batch.rewards)}
+    if critic is not None:
+        out["critic"] = torch.cat([p.detach().reshape(-1) for p in critic.parameters()])
+    return out
+
+
+def rlx_updates(rank: int, world_size: int) -> dict:
+    return {name: rlx_update(name, World.current()) for name in PRESETS}
+
+
+# ---------------------------------------------------------------- curricula with state stay in step
+class HashReward:
+    """1 for completions whose text hashes to 0 mod 3: varied, deterministic rewards from a random policy."""
+
+    required_fields = ()
+
+    def __call__(self, completions, rows):
+        import zlib
+
+        from rlx.rewards.base import Status, Verdict
+
+        return [Verdict(1.0, Status.PASS) if zlib.crc32(c.encode()) % 3 == 0 else Verdict(0.0, Status.FAIL)
+                for c in completions]
+
+
+def curricula_in_step(rank: int, world_size: int) -> dict:
+    """Four steps of collect with DAPO's dynamic sampling and with learnable_band on a random tiny model:
+    every rank ends each step with the same sampler state, the same rounds, and disjoint shares."""
+    from rlx.curriculum.band import LearnableBandSampler
+    from rlx.curriculum.dynamic import DynamicSampler
+    from rlx.data.arithmetic import ArithmeticTask
+    from rlx.models.tiny import build_tiny_llama
+    from rlx.models.tokenizer import build_char_tokenizer
+    from rlx.rollout.collect import collect
+
+    world = World.current()
+    tok = build_char_tokenizer()
+    task = ArithmeticTask(10, 99, 10, 0, 0.5, 3, warm_start_min_match=0.0, warm_start_plateau_loss=None)
+    model = build_tiny_llama(tok, 32, 2, 2, 64, 64, 0.5, seed=0)
+    out = {}
+    for name, sampler in (("dynamic", DynamicSampler(oversample=1.5, max_rounds=4, seed=3)),
+                          ("band", LearnableBandSampler(0.1, 0.9, 0.5, 0.5, 0.25, seed=3))):
+        sampler.bind(task.train)
+        steps = []
+        for step in range(4):
+            torch.manual_seed(100 + step)  # per-step seeding: the ranks' global generators in step
+            sampler.begin_step(step)
+            batch, stats = collect(model, tok, HashReward(), sampler, task.train, 5, 4, 3, 1.0, tok.pad_token_id)
+            shard = take(world, batch, tok.pad_token_id, 1)
+            steps.append({"state": repr(sampler.state_dict()), "rounds": stats.rounds,
+                          "metrics": sampler.metrics(), "groups": int(batch.group_index.max()) + 1,
+                          "mine": sorted(set(shard.batch.prompt_index.tolist())),
+                          "all": sorted(batch.prompt_index.tolist())})
+        out[name] = steps
+    return out

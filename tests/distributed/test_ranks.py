@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from tests.distributed.procs import run_ranks
-from tests.distributed.scenarios import everything
+from rlx.distributed import World
+from tests.distributed.scenarios import PRESETS, everything, rlx_update
 
 
 @pytest.fixture(scope="module")
@@ -89,3 +90,31 @@ def test_replica_fingerprints_agree_and_catch_a_one_ulp_drift(ranks):
     for r in ranks:
         assert r["replicas"]["same"]["weights_in_sync"] and r["replicas"]["same"]["world_size"] == 2
         assert not r["replicas"]["perturbed"]["weights_in_sync"]
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_rlx_update_on_two_ranks_equals_one_process(ranks, preset):
+    """rlx.update's prepare + 3 full-batch epochs (micro-batched, clipped, AdamW) on a float64 tiny Llama: two
+    ranks training on their halves of a 6-prompt batch end with the single process's weights (and critic) and
+    log its losses, to 1e-9 (float64 summation order: the ranks add their parts in another order)."""
+    single = rlx_update(preset, World())
+    r0, r1 = ranks[0]["rlx"][preset], ranks[1]["rlx"][preset]
+    assert r0["rows"] + r1["rows"] == single["rows"]  # disjoint halves of the batch
+    for key in ("params", "critic") if "critic" in single else ("params",):
+        assert torch.equal(r0[key], r1[key])
+        assert torch.allclose(r0[key], single[key], atol=1e-9, rtol=0), (r0[key] - single[key]).abs().max()
+    assert set(r0["metrics"]) == set(single["metrics"])
+    for key, value in single["metrics"].items():
+        assert r0["metrics"][key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+
+
+@pytest.mark.parametrize("curriculum", ["dynamic", "band"])
+def test_curricula_with_state_stay_in_step_across_ranks(ranks, curriculum):
+    steps0, steps1 = ranks[0]["curricula"][curriculum], ranks[1]["curricula"][curriculum]
+    for s0, s1 in zip(steps0, steps1, strict=True):
+        assert s0["state"] == s1["state"] and s0["rounds"] == s1["rounds"] and s0["metrics"] == s1["metrics"]
+        assert s0["all"] == s1["all"]  # the same step batch on both ranks
+        assert not set(s0["mine"]) & set(s1["mine"])  # disjoint shares
+        assert sorted(set(s0["mine"]) | set(s1["mine"])) == sorted(set(s0["all"]))
+    if curriculum == "dynamic":
+        assert max(s["rounds"] for s in steps0) > 1  # dynamic sampling did need several rounds
