@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.distributed.procs import run_ranks
 from rlx.distributed import World
+from tests.distributed.procs import run_ranks
 from tests.distributed.scenarios import PRESETS, everything, rlx_update
 
 
