@@ -97,8 +97,30 @@ def check_config(cfg: DictConfig, algo, advantage, task) -> None:
     world = configured_world_size(cfg.trainer)
     if world is not None:
         check_world(world, strategy_target(cfg.trainer), algo, advantage, len(task.val))
-    launcher = hydra_launcher(cfg)
-    check_launcher(launcher, cfg.trainer)
+        check_spawn(world, launched_externally())
+    check_launcher(hydra_launcher(cfg), cfg.trainer)
+
+
+def check_spawn(world_size: int, external: bool) -> None:
+    """Lightning starts the other ranks of a one-machine run by re-running the command line (its subprocess
+    launcher): in a multirun that would rerun the whole sweep in every rank."""
+    if world_size > 1 and not external and multirun():
+        raise ConfigError(
+            f"a multirun (-m) with {world_size} processes per run on one machine: Lightning starts the other ranks by "
+            "re-running the command line, which would rerun the whole sweep in every rank. Run each configuration "
+            "as its own command, or launch the sweep with hydra/launcher=slurm (each SLURM task one rank: "
+            "hydra.launcher.tasks_per_node=trainer.devices)")
+
+
+def launched_externally() -> bool:
+    """Whether a launcher Lightning recognises (torchrun, SLURM's srun, LSF) started this process as one rank."""
+    from lightning.fabric.plugins.environments import (
+        LSFEnvironment,
+        SLURMEnvironment,
+        TorchElasticEnvironment,
+    )
+
+    return any(env.detect() for env in (TorchElasticEnvironment, SLURMEnvironment, LSFEnvironment))
 
 
 def hydra_launcher(cfg: DictConfig):
@@ -112,17 +134,13 @@ def hydra_launcher(cfg: DictConfig):
 
 
 def check_trainer(trainer, algo, advantage, task) -> None:
-    """Checks that need the built Trainer: its resolved world size, and whether Lightning would start the other
-    ranks by re-running the command line."""
+    """The same checks once the Trainer has resolved its world size (trainer.devices=auto, a SLURM allocation)."""
     world = trainer.world_size
-    strategy = f"{type(trainer.strategy).__module__}.{type(trainer.strategy).__qualname__}"
-    check_world(world, strategy, algo, advantage, len(task.val))
-    if world > 1 and not trainer.strategy.cluster_environment.creates_processes_externally and multirun():
-        raise ConfigError(
-            "a multirun (-m) with trainer.devices > 1 on one machine: Lightning starts the other ranks by re-running "
-            "the command line, which would rerun the whole sweep in every rank. Run each configuration as its own "
-            "command, or launch the sweep with hydra/launcher=slurm (each SLURM task one rank: "
-            "hydra.launcher.tasks_per_node=trainer.devices)")
+    if world <= 1:
+        return
+    check_world(world, f"{type(trainer.strategy).__module__}.{type(trainer.strategy).__qualname__}", algo, advantage,
+                len(task.val))
+    check_spawn(world, trainer.strategy.cluster_environment.creates_processes_externally)
 
 
 def multirun() -> bool:

@@ -1,0 +1,119 @@
+"""The CLI with trainer=ddp on two CPU processes (gloo), a few steps of the tests' small warm start, against the
+same config on one process.
+
+What must hold exactly: one run directory written by rank 0 (summary.json with world_size 2, samples.jsonl rows
+tagged with their rank), both ranks ending with bitwise equal weights, disjoint prompts per step across ranks,
+the same global batch as one process (the same prompts every step), the held-out split evaluated once (val/n).
+What holds only statistically: the learning. Two processes draw other completions than one (each rank samples
+its share with its own stream, and a batch of 16 rows rounds differently from one of 32), so the runs diverge
+after the first update; they stay samples of the same process. The update itself is exact (two ranks on the
+same rollouts equal one process to 1e-9: tests/distributed/test_ranks.py). The tolerances below are ~4 standard
+errors of the difference: the mean reward over 3 steps × 32 completions (per-completion sd ≤ 0.5, so the
+difference of two means has sd ≤ 0.5·sqrt(2/96) ≈ 0.07; tolerance 0.25), held-out accuracy on 63 rows after 3
+small steps (sd of the difference ≤ 0.5·sqrt(2/63) ≈ 0.09 if every answer flipped independently; tolerance 0.2).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FAST_MODEL, REPO
+
+pytestmark = pytest.mark.slow
+
+# reward.format_weight gives the warm start's groups reward variance, so the gradients (and the sync) are not 0
+RUN = [*FAST_MODEL, "trainer.accelerator=cpu", "trainer.max_steps=3", "trainer.val_check_interval=3",
+       "algo.prompts_per_step=8", "algo.group_size=4", "data.val_size=63", "samples_every=1",
+       "samples_per_step=1000", "reward.format_weight=0.5", "algo.optimizer.lr=1e-3"]
+
+
+def rlx(args: list[str], run_dir: Path, cache: Path, check: bool = True) -> subprocess.CompletedProcess:
+    env = {**os.environ, "RLX_CACHE": str(cache), "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, "-m", "rlx", f"hydra.run.dir={run_dir}", *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+    if check:
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+def metrics(run: Path) -> list[dict]:
+    with (run / "metrics.csv").open() as handle:
+        return list(csv.DictReader(handle))
+
+
+def step_prompts(run: Path) -> dict[int, dict[int, list[str]]]:
+    """{step: {rank: prompts of every completion that rank trained on}}"""
+    out: dict[int, dict[int, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for line in (run / "samples.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        out[row["step"]][row["rank"]].append(row["prompt"])
+    return out
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, test_cache):
+    root = tmp_path_factory.mktemp("ddp")
+    rlx(RUN, root / "one", test_cache)  # first: builds the warm start, so the two ranks below only load it
+    rlx(["trainer=ddp", *RUN], root / "two", test_cache)
+    return root / "one", root / "two"
+
+
+def test_two_ranks_write_one_run_directory(runs):
+    _, two = runs
+    summary = json.loads((two / "summary.json").read_text())
+    assert summary["world_size"] == 2 and summary["steps"] == 3
+    assert summary["before"]["val/n"] == summary["after"]["val/n"] == 63  # the whole split, once
+    assert summary["weights_in_sync"] and len(set(summary["weights_fingerprint"])) == 1
+    assert len(summary["weights_fingerprint"]) == 2
+    assert json.loads((two / "status.json").read_text())["status"] == "completed"  # rank 0's, never overwritten
+    assert (two / "policy" / "config.json").is_file()
+    rows = metrics(two)
+    assert max(float(r["optim/grad_norm"]) for r in rows if r.get("optim/grad_norm")) > 0  # the sync synced something
+    assert [float(r["val/n"]) for r in rows if r.get("val/n")] == [63.0] * 3  # before, at step 3, after
+
+
+def test_each_step_splits_its_prompts_between_the_ranks(runs):
+    _, two = runs
+    prompts = step_prompts(two)
+    assert sorted(prompts) == [0, 1, 2]
+    for step, by_rank in prompts.items():
+        assert sorted(by_rank) == [0, 1]
+        assert len(by_rank[0]) == len(by_rank[1]) == 16  # 4 prompts × 4 completions each
+        assert not set(by_rank[0]) & set(by_rank[1]), step  # a prompt (a group) never spans ranks
+
+
+def test_two_ranks_train_on_the_global_batch_of_one_process(runs):
+    one, two = runs
+    single, double = step_prompts(one), step_prompts(two)
+    for step in single:
+        assert sorted(single[step][0]) == sorted(double[step][0] + double[step][1])
+    s1, s2 = (json.loads((run / "summary.json").read_text()) for run in runs)
+    assert s1["world_size"] == 1
+    # the same starting weights, evaluated greedily on the same rows: the same held-out score
+    assert s2["before"] == s1["before"]
+
+
+def test_two_ranks_learn_like_one_process(runs):
+    one, two = runs
+    rewards = [[float(r["reward/mean"]) for r in metrics(run) if r.get("reward/mean")] for run in runs]
+    assert len(rewards[0]) == len(rewards[1]) == 3
+    assert abs(sum(rewards[0]) / 3 - sum(rewards[1]) / 3) <= 0.25, rewards
+    s1, s2 = (json.loads((run / "summary.json").read_text()) for run in runs)
+    assert abs(s1["after"]["val/accuracy"] - s2["after"]["val/accuracy"]) <= 0.2
+
+
+def test_a_multirun_that_would_spawn_ranks_fails_at_start(tmp_path, test_cache):
+    env = {**os.environ, "RLX_CACHE": str(test_cache), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, "-m", "rlx", "-m", f"hydra.sweep.dir={tmp_path}", "trainer=ddp",
+                           "trainer.accelerator=cpu", "seed=0,1", "model.cache_dir=/nonexistent"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    assert "would rerun the whole sweep in every rank" in proc.stdout + proc.stderr
