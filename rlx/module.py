@@ -23,7 +23,17 @@ from lightning.pytorch.plugins.precision import MixedPrecision
 from torch.utils.data import DataLoader, IterableDataset
 
 from rlx.algos.spec import Algorithm
-from rlx.distributed import EvalTally, World, eval_sampler, mean_over_ranks, take
+from rlx.distributed import (
+    EvalTally,
+    HeldWeights,
+    World,
+    eval_sampler,
+    full_weights,
+    mean_over_ranks,
+    shard_modules,
+    sharded,
+    take,
+)
 from rlx.errors import ConfigError
 from rlx.models.reference import FrozenReference
 from rlx.rewards.base import Status
@@ -75,6 +85,7 @@ class RLModule(LightningModule):
         self.samples_every, self.samples_per_step = samples_every, samples_per_step
         self.before_metrics: dict | None = None  # held-out metrics of the starting policy, kept across resumes
         self.val_tally = EvalTally()  # held-out sums of this rank (rlx.distributed.evaluation)
+        self.val_weights = HeldWeights()  # trainer=fsdp: the policy's full weights while it evaluates
 
     # ---------------------------------------------------------------- data and optimisers
     def train_dataloader(self):
@@ -95,6 +106,9 @@ class RLModule(LightningModule):
         if self.reference is not None:
             self.reference.to(self.device)
 
+    def configure_model(self) -> None:
+        shard_modules(self)  # trainer=fsdp: fully_shard the policy and critic (a no-op under any other strategy)
+
     def on_fit_start(self) -> None:
         self._move_reference()
         plugin = self.trainer.precision_plugin
@@ -108,12 +122,15 @@ class RLModule(LightningModule):
         step = self.global_step
         self.policy.eval()  # no dropout anywhere in the step, so the ratio is exactly 1 before the first update
         self.sampler.begin_step(step)
-        batch, stats = collect(self.policy, self.tokenizer, self.reward, self.sampler, self.task.train,
-                               self.algo.prompts_per_step, self.algo.group_size, self.task.max_new_tokens,
-                               self.algo.temperature, self.tokenizer.pad_token_id)
         world = World.current()
-        shard = take(world, batch, self.tokenizer.pad_token_id, self.algo.minibatches)  # this rank's groups
-        batch, prepared = prepare(shard.batch, self.algo, self.advantage, self.policy, self.reference, self.critic)
+        with full_weights(self.policy, self.critic):  # trainer=fsdp: unsharded while generating (rlx.distributed)
+            batch, stats = collect(self.policy, self.tokenizer, self.reward, self.sampler, self.task.train,
+                                   self.algo.prompts_per_step, self.algo.group_size, self.task.max_new_tokens,
+                                   self.algo.temperature, self.tokenizer.pad_token_id)
+            shard = take(world, batch, self.tokenizer.pad_token_id, self.algo.minibatches,
+                         equal=sharded(self.policy))  # this rank's groups
+            batch, prepared = prepare(shard.batch, self.algo, self.advantage, self.policy, self.reference,
+                                      self.critic)
         losses = mean_over_ranks(world, {**prepared, **self.update(batch)})  # sums of global-weighted parts
         whole = shard.whole(batch)  # every rank's rows: the step's metrics as one process computes them
         self.log_step(whole, stats, losses)
@@ -194,6 +211,7 @@ class RLModule(LightningModule):
 
     def on_validation_epoch_start(self) -> None:
         self.val_tally.reset()
+        self.val_weights.hold(self.policy)  # trainer=fsdp: ranks decode different numbers of batches
 
     def validation_step(self, rows: list[dict], batch_idx: int) -> None:
         texts = generate(self.policy, self.tokenizer, [r["prompt"] for r in rows], self.task.max_new_tokens,
@@ -205,6 +223,7 @@ class RLModule(LightningModule):
 
     def on_validation_epoch_end(self) -> None:
         # sums over every rank's rows / the true count: not Lightning's mean of the ranks' means
+        self.val_weights.release()
         results = self.val_tally.results(World.current())
         self.log("val/accuracy", results.pop("val/accuracy"), prog_bar=True, sync_dist=True)
         self.log_dict(results, sync_dist=True)  # equal on every rank: the sync averages equal values

@@ -14,7 +14,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rlx.checks import build_node, check_algorithm, check_task
-from rlx.distributed import World, env_is_rank_zero, replicas
+from rlx.distributed import World, env_is_rank_zero, replicas, save_policy
 from rlx.distributed.checks import check_config, check_trainer
 from rlx.errors import ConfigError
 from rlx.models.reference import FrozenReference
@@ -73,9 +73,7 @@ def train(cfg: DictConfig) -> dict:
     world = World.current()  # every rank evaluated its share; rank 0 alone writes what follows
     distributed = replicas(world, module.policy)  # world_size, and whether every rank ended with the same weights
     policy_dir = run_dir / "policy"
-    if world.is_zero:
-        module.policy.save_pretrained(policy_dir)
-        module.tokenizer.save_pretrained(policy_dir)
+    save_policy(world, module.policy, module.tokenizer, policy_dir)  # by rank 0 (gathered first under FSDP)
     close = getattr(module.reward, "close", None)
     if close is not None:
         close()

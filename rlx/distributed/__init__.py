@@ -10,7 +10,8 @@ import importlib
 _WHERE = {
     "EvalTally": "evaluation", "eval_sampler": "evaluation",
     "average_gradients": "gradients", "global_weights": "gradients", "mean_over_ranks": "gradients",
-    "replicas": "outputs",
+    "replicas": "outputs", "save_policy": "outputs",
+    "HeldWeights": "fsdp", "full_weights": "fsdp", "shard_modules": "fsdp", "sharded": "fsdp",
     "Shard": "rollout", "sharded_round": "rollout", "take": "rollout",
     "World": "world",
     "env_is_rank_zero": "env",

@@ -64,6 +64,10 @@ def check_world(world_size: int, strategy: str, algo, advantage, val_rows: int) 
     if val_rows < world_size:
         raise ConfigError(f"the held-out split has {val_rows} rows for {world_size} ranks: every rank needs at "
                           f"least one; raise data.val_size to >= {world_size}")
+    if strategy == STRATEGIES[1]:
+        from rlx.distributed.fsdp import check_fsdp
+
+        check_fsdp(world_size, algo)
     if advantage.state_dict():
         raise ConfigError(
             f"advantage={type(advantage).__name__} keeps state across steps ({sorted(advantage.state_dict())}), "

@@ -53,10 +53,13 @@ def average_gradients(world: World, parameters: Iterable[torch.nn.Parameter]) ->
     parameters have a gradient anywhere, then the flat gradient buckets). A parameter without a gradient on a
     rank (its rows reached no such path, or it had no rows at all) counts as zeros there; one that has no
     gradient on any rank keeps `grad = None`, so the optimiser skips it as it would in one process.
-    One process: nothing happens."""
+    One process, and parameters sharded by trainer=fsdp: nothing happens."""
     if not world.distributed:
         return
-    params = [p for p in parameters if p.requires_grad]
+    from torch.distributed.tensor import DTensor
+
+    # FSDP's sharded parameters (DTensors) had their gradients reduce-scattered in their backward already
+    params = [p for p in parameters if p.requires_grad and not isinstance(p, DTensor)]
     if not params:
         return
     device = params[0].device

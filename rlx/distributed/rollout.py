@@ -176,12 +176,14 @@ class Shard:
         return [rank for rank, n in enumerate(sizes) for _ in range(n)]
 
 
-def take(world: World, batch, pad_id: int, min_rows: int = 1) -> Shard:
+def take(world: World, batch, pad_id: int, min_rows: int = 1, equal: bool = False) -> Shard:
     """Rank r's contiguous share of the step's K groups (whole groups; shares differ by at most one group).
     Every rank must get at least `min_rows` completions (one per minibatch: every rank makes the same optimiser
     steps). A step too small for that (a dynamic-sampling step that kept fewer groups than the ranks need; the
     start-up checks make full steps always large enough) is trained whole on every rank: the gradient is then
-    the mean of W identical ones, and `Shard.whole` does not count the rows W times."""
+    the mean of W identical ones, and `Shard.whole` does not count the rows W times.
+    `equal` (trainer=fsdp, whose sharded backwards need the same micro-batches on every rank): a step of K groups
+    that W does not divide trains on its first W·⌊K/W⌋ groups."""
     k = group_count(batch)
     if not world.distributed:
         return Shard(batch, world, shared=False, pad_id=pad_id)
@@ -190,6 +192,10 @@ def take(world: World, batch, pad_id: int, min_rows: int = 1) -> Shard:
         log.warning("the step kept %d groups, too few to give each of %d ranks %d completions: every rank trains "
                     "on all of them", k, world.size, min_rows)
         return Shard(batch, world, shared=True, pad_id=pad_id)
+    if equal and k % world.size:
+        log.info("dropping the last %d of the step's %d groups so that each of %d ranks trains on as many",
+                 k % world.size, k, world.size)
+        k -= k % world.size
     groups = world.share(k)
     rows = torch.nonzero((batch.group_index >= groups.start) & (batch.group_index < groups.stop)).squeeze(-1)
     local = batch.select(rows)
