@@ -6,9 +6,13 @@ knows its real world size (trainer.devices=auto, a SLURM allocation) and how its
 
 from __future__ import annotations
 
+import logging
+
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from rlx.errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 STRATEGIES = ("rlx.distributed.strategy.DataParallel", "rlx.distributed.fsdp.FullyShardedDataParallel")
 
@@ -53,14 +57,6 @@ def check_world(world_size: int, strategy: str, algo, advantage, val_rows: int) 
             f"algo.prompts_per_step={algo.prompts_per_step} is the global batch, shared by {world_size} ranks, so "
             f"some rank would generate nothing: set algo.prompts_per_step >= {world_size} (a multiple of it keeps the "
             "ranks' shares equal)")
-    rows = (algo.prompts_per_step // world_size) * algo.group_size
-    if rows < algo.minibatches:
-        raise ConfigError(
-            f"with {world_size} ranks a rank trains on {algo.prompts_per_step // world_size} of the "
-            f"algo.prompts_per_step={algo.prompts_per_step} prompts × algo.group_size={algo.group_size} = {rows} "
-            f"completions, fewer than algo.minibatches={algo.minibatches} (one optimiser step each, on every rank): "
-            f"raise algo.prompts_per_step to >= {world_size * -(-algo.minibatches // algo.group_size)} or lower "
-            "algo.minibatches")
     if val_rows < world_size:
         raise ConfigError(f"the held-out split has {val_rows} rows for {world_size} ranks: every rank needs at "
                           f"least one; raise data.val_size to >= {world_size}")
@@ -145,6 +141,14 @@ def check_trainer(trainer, algo, advantage, task) -> None:
     check_world(world, f"{type(trainer.strategy).__module__}.{type(trainer.strategy).__qualname__}", algo, advantage,
                 len(task.val))
     check_spawn(world, trainer.strategy.cluster_environment.creates_processes_externally)
+    rows = (algo.prompts_per_step // world) * algo.group_size
+    if rows < algo.minibatches:
+        log.warning(
+            "with %d ranks a rank trains on %d of the algo.prompts_per_step=%d prompts × algo.group_size=%d = %d "
+            "completions, fewer than algo.minibatches=%d (every rank makes each optimiser step): every rank will train "
+            "on the whole batch, %d× the update's compute. Raise algo.prompts_per_step to >= %d or lower "
+            "algo.minibatches", world, algo.prompts_per_step // world, algo.prompts_per_step, algo.group_size, rows,
+            algo.minibatches, world, world * -(-algo.minibatches // algo.group_size))
 
 
 def multirun() -> bool:

@@ -12,6 +12,7 @@ from rlx.distributed import (
     World,
     average_gradients,
     eval_sampler,
+    full_weights,
     global_weights,
     mean_over_ranks,
 )
@@ -179,11 +180,14 @@ PRESETS = {
     "dapo": ["algo=dapo", "curriculum=uniform", "algo.micro_batch_tokens=40"],  # token mean, token budgets
     "dr_grpo": ["algo=dr_grpo"],  # sum over a constant
     "ppo": ["algo=ppo", "advantage.whiten=false", "algo.micro_batch_size=5"],  # critic and its optimiser
+    # 6 completions, 3 per rank, for 4 minibatches: too few to share, so every rank trains on the whole batch
+    "shared": ["algo=ppo", "advantage.whiten=false", "algo.minibatches=4", "algo.update_epochs=1"],
 }
-COMMON = ["algo.update_epochs=3", "algo.minibatches=1", "algo.prompts_per_step=6"]
+COMMON = ["algo.prompts_per_step=6"]
+FULL_BATCH = ["algo.update_epochs=3", "algo.minibatches=1"]
 
 
-def rlx_update(preset: str, world: World, rank_rows=None) -> dict:
+def rlx_update(preset: str, world: World, fsdp: bool = False) -> dict:
     """prepare + update (rlx.update) of a float64 tiny Llama on a fixed scored batch of 6 prompts, on this
     rank's share of it (`take`) when the world has several ranks; returns the weights and the logged losses."""
     import copy
@@ -198,7 +202,7 @@ def rlx_update(preset: str, world: World, rank_rows=None) -> dict:
     from tests.algos.helpers import ScriptedReward
     from tests.conftest import compose_config
 
-    cfg = compose_config([*PRESETS[preset], *COMMON], run_dir="/tmp/unused")
+    cfg = compose_config([*COMMON, *FULL_BATCH, *PRESETS[preset]], run_dir="/tmp/unused")
     algo, advantage = build_node(cfg, "algo"), build_node(cfg, "advantage")
     tok = build_char_tokenizer()
     task = ArithmeticTask(10, 99, 10, 0, 0.5, 6, warm_start_min_match=0.0, warm_start_plateau_loss=None)
@@ -210,23 +214,47 @@ def rlx_update(preset: str, world: World, rank_rows=None) -> dict:
     batch = replace(batch, rewards=batch.rewards.double())
     reference = FrozenReference(copy.deepcopy(model)) if algo.uses_reference else None
     critic = algo.critic.build(model).double() if algo.critic is not None else None  # its head is float32
-    shard = take(world, batch, tok.pad_token_id, algo.minibatches)
+    if fsdp:  # trainer=fsdp's sharding, on a one-dimensional mesh over the ranks
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+
+        mesh = init_device_mesh("cpu", (world.size,))
+        for net in (model, critic):
+            for module in (net.modules() if net is not None else ()):
+                if type(module).__name__ in model._no_split_modules:
+                    fully_shard(module, mesh=mesh)
+            if net is not None:
+                fully_shard(net, mesh=mesh)
+    shard = take(world, batch, tok.pad_token_id, algo.minibatches, equal=fsdp)
     torch.manual_seed(2)
-    prepared, metrics = prepare(shard.batch, algo, advantage, model, reference, critic)
+    with full_weights(model, critic):
+        prepared, metrics = prepare(shard.batch, algo, advantage, model, reference, critic)
     optimizer = algo.optimizer(model.parameters())
     critic_optimizer = algo.critic.optimizer(critic.parameters()) if critic is not None else None
     losses = update(prepared, algo, model, optimizer, critic, critic_optimizer, lambda loss: loss.backward(),
                     NonFiniteGuard(10))
     metrics = mean_over_ranks(world, {**metrics, **losses})
-    params = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
-    out = {"params": params, "metrics": {k: float(v) for k, v in metrics.items()}, "rows": len(shard.batch.rewards)}
+    out = {"params": flat(model), "metrics": {k: float(v) for k, v in metrics.items()}, "rows": len(shard.batch.rewards)}
     if critic is not None:
-        out["critic"] = torch.cat([p.detach().reshape(-1) for p in critic.parameters()])
+        out["critic"] = flat(critic)
     return out
 
 
+def flat(model) -> torch.Tensor:
+    """Every parameter, flattened in order (a sharded one gathered whole: every rank calls this)."""
+    from torch.distributed.tensor import DTensor
+
+    return torch.cat([(p.full_tensor() if isinstance(p, DTensor) else p).detach().reshape(-1)
+                      for p in model.parameters()])
+
+
+FSDP_PRESETS = ("grpo", "ppo")
+
+
 def rlx_updates(rank: int, world_size: int) -> dict:
-    return {name: rlx_update(name, World.current()) for name in PRESETS}
+    out = {name: rlx_update(name, World.current()) for name in PRESETS}
+    out.update({f"fsdp_{name}": rlx_update(name, World.current(), fsdp=True) for name in FSDP_PRESETS})
+    return out
 
 
 # ---------------------------------------------------------------- curricula with state stay in step

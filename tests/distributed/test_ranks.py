@@ -96,10 +96,14 @@ def test_replica_fingerprints_agree_and_catch_a_one_ulp_drift(ranks):
 def test_rlx_update_on_two_ranks_equals_one_process(ranks, preset):
     """rlx.update's prepare + 3 full-batch epochs (micro-batched, clipped, AdamW) on a float64 tiny Llama: two
     ranks training on their halves of a 6-prompt batch end with the single process's weights (and critic) and
-    log its losses, to 1e-9 (float64 summation order: the ranks add their parts in another order)."""
+    log its losses, to 1e-9 (float64 summation order: the ranks add their parts in another order). `shared`:
+    a batch too small to split (fewer rows per rank than minibatches) trained whole on both ranks."""
     single = rlx_update(preset, World())
     r0, r1 = ranks[0]["rlx"][preset], ranks[1]["rlx"][preset]
-    assert r0["rows"] + r1["rows"] == single["rows"]  # disjoint halves of the batch
+    if preset == "shared":  # 3 rows a rank for 4 optimiser steps: each rank trains on all 6
+        assert r0["rows"] == r1["rows"] == single["rows"]
+    else:
+        assert r0["rows"] + r1["rows"] == single["rows"]  # disjoint halves of the batch
     for key in ("params", "critic") if "critic" in single else ("params",):
         assert torch.equal(r0[key], r1[key])
         assert torch.allclose(r0[key], single[key], atol=1e-9, rtol=0), (r0[key] - single[key]).abs().max()
@@ -118,3 +122,17 @@ def test_curricula_with_state_stay_in_step_across_ranks(ranks, curriculum):
         assert sorted(set(s0["mine"]) | set(s1["mine"])) == sorted(set(s0["all"]))
     if curriculum == "dynamic":
         assert max(s["rounds"] for s in steps0) > 1  # dynamic sampling did need several rounds
+
+
+@pytest.mark.parametrize("preset", ["grpo", "ppo"])
+def test_fsdp_update_equals_one_process(ranks, preset):
+    """The same with the policy (and PPO's critic) fully sharded over the two ranks (FSDP2, as trainer=fsdp):
+    prepare unsharded, the update's forwards and backwards sharded, gradients reduce-scattered by FSDP."""
+    single = rlx_update(preset, World())
+    r0, r1 = ranks[0]["rlx"][f"fsdp_{preset}"], ranks[1]["rlx"][f"fsdp_{preset}"]
+    assert r0["rows"] == r1["rows"] == single["rows"] // 2  # equal shares
+    for key in ("params", "critic") if "critic" in single else ("params",):
+        assert torch.equal(r0[key], r1[key])
+        assert torch.allclose(r0[key], single[key], atol=1e-9, rtol=0), (r0[key] - single[key]).abs().max()
+    for key, value in single["metrics"].items():
+        assert r0["metrics"][key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
