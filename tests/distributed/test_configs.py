@@ -8,7 +8,12 @@ import pytest
 from hydra.utils import instantiate
 
 from rlx.checks import build_node
-from rlx.distributed.checks import check_launcher, check_world, configured_world_size, strategy_target
+from rlx.distributed.checks import (
+    check_launcher,
+    check_world,
+    configured_world_size,
+    strategy_target,
+)
 from rlx.errors import ConfigError
 from tests.conftest import CONF, compose_config
 

@@ -38,7 +38,7 @@ RUN = [*FAST_MODEL, "trainer.accelerator=cpu", "trainer.max_steps=3", "trainer.v
 def rlx(args: list[str], run_dir: Path, cache: Path, check: bool = True) -> subprocess.CompletedProcess:
     env = {**os.environ, "RLX_CACHE": str(cache), "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
     proc = subprocess.run([sys.executable, "-m", "rlx", f"hydra.run.dir={run_dir}", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600, check=False)
     if check:
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc
@@ -102,7 +102,6 @@ def test_two_ranks_train_on_the_global_batch_of_one_process(runs):
 
 
 def test_two_ranks_learn_like_one_process(runs):
-    one, two = runs
     rewards = [[float(r["reward/mean"]) for r in metrics(run) if r.get("reward/mean")] for run in runs]
     assert len(rewards[0]) == len(rewards[1]) == 3
     assert abs(sum(rewards[0]) / 3 - sum(rewards[1]) / 3) <= 0.25, rewards
@@ -114,6 +113,6 @@ def test_a_multirun_that_would_spawn_ranks_fails_at_start(tmp_path, test_cache):
     env = {**os.environ, "RLX_CACHE": str(test_cache), "OMP_NUM_THREADS": "1"}
     proc = subprocess.run([sys.executable, "-m", "rlx", "-m", f"hydra.sweep.dir={tmp_path}", "trainer=ddp",
                            "trainer.accelerator=cpu", "seed=0,1", "model.cache_dir=/nonexistent"], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode != 0
     assert "would rerun the whole sweep in every rank" in proc.stdout + proc.stderr
