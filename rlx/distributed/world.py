@@ -81,3 +81,14 @@ def collective_device() -> torch.device:
     if dist.is_initialized() and dist.get_backend() == "nccl":
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device("cpu")
+
+
+def agreed_signal(received: int | None) -> int | None:
+    """The stop signal any rank has received (the highest number if several), on every rank, so that all ranks
+    finish the same step, write the same checkpoint and exit together (SLURM signals every task, but not at the
+    same instant). One collective; call it at the same point of every step on every rank."""
+    world = World.current()
+    if not world.distributed:
+        return received
+    agreed = int(world.max([float(received or 0)])[0])
+    return agreed or None
