@@ -14,6 +14,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rlx.checks import build_node, check_algorithm, check_task
+from rlx.cli.preflight import bundled_task_hint
 from rlx.distributed import World, env_is_rank_zero, replicas, save_policy
 from rlx.distributed.checks import check_config, check_trainer
 from rlx.errors import ConfigError
@@ -31,7 +32,8 @@ def build(cfg: DictConfig) -> tuple[RLModule, pl.Trainer]:
     check_algorithm(algo, advantage, has_critic=algo.critic is not None)
     task = build_node(cfg, "data")
     reward = build_node(cfg, "reward")
-    check_task(task, reward)
+    with bundled_task_hint():  # rows without the reward's fields: name the reward's own task as the fix
+        check_task(task, reward)
     check_config(cfg, algo, advantage, task)  # several processes: what they need from the config (rlx.distributed)
     sampler = build_node(cfg, "curriculum")
     sampler.bind(task.train)  # a curriculum the data cannot serve (sorted without its key) fails before the model loads
