@@ -15,7 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlx.checks import build_node, check_algorithm, check_task
 from rlx.cli.preflight import bundled_task_hint
-from rlx.distributed import World, env_is_rank_zero, replicas, save_policy
+from rlx.distributed import World, env_is_rank_zero, quiet_other_ranks, replicas, save_policy
 from rlx.distributed.checks import check_config, check_trainer
 from rlx.errors import ConfigError
 from rlx.models.reference import FrozenReference
@@ -59,6 +59,7 @@ def validate(trainer: pl.Trainer, module: RLModule) -> dict:
 
 def train(cfg: DictConfig) -> dict:
     start = time.perf_counter()
+    quiet_other_ranks()  # several processes: rank 0 alone prints (rlx.distributed)
     reset_peak_memory()  # a multirun runs its jobs in one process: each summary reports its own peak
     run_dir = Path(cfg.run_dir)
     module, trainer = build(cfg)

@@ -14,7 +14,7 @@ _WHERE = {
     "HeldWeights": "fsdp", "full_weights": "fsdp", "shard_modules": "fsdp", "sharded": "fsdp",
     "Shard": "rollout", "sharded_round": "rollout", "take": "rollout",
     "World": "world",
-    "env_is_rank_zero": "env",
+    "env_is_rank_zero": "env", "quiet_other_ranks": "env",
 }
 __all__ = list(_WHERE)
 

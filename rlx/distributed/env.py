@@ -18,3 +18,17 @@ def env_is_rank_zero() -> bool:
         if value is not None and value.strip() not in ("", "0"):
             return False
     return True
+
+
+def quiet_other_ranks() -> None:
+    """One console: rank 0's. On every other rank the handlers that write to stdout keep only warnings and
+    errors, and `print` goes nowhere; each rank's full log still goes to its own file (Hydra's job log)."""
+    import logging
+    import sys
+
+    if env_is_rank_zero():
+        return
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.StreamHandler) and getattr(handler, "stream", None) is sys.stdout:
+            handler.setLevel(logging.WARNING)
+    sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (for the rest of the process)
