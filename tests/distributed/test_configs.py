@@ -19,7 +19,7 @@ from tests.conftest import CONF, compose_config
 
 DDP = "rlx.distributed.strategy.DataParallel"
 # A 2-node × 4-GPU SLURM job: one task per rank (conf/hydra/launcher/slurm.yaml plus the job's shape)
-SLURM = ["trainer=ddp", "trainer.devices=4", "trainer.num_nodes=2", "trainer.accelerator=cpu", "hydra/launcher=slurm",
+SLURM = ["hydra.mode=MULTIRUN", "trainer=ddp", "trainer.devices=4", "trainer.num_nodes=2", "trainer.accelerator=cpu", "hydra/launcher=slurm",
          "hydra.launcher.nodes=2", "hydra.launcher.tasks_per_node=4", "hydra.launcher.gpus_per_node=4"]
 
 
