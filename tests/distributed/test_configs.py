@@ -4,6 +4,8 @@ strategy, the batch and held-out sizes, stateful estimators, multirun spawning, 
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 from hydra.utils import instantiate
 
@@ -15,12 +17,18 @@ from rlx.distributed.checks import (
     strategy_target,
 )
 from rlx.errors import ConfigError
-from tests.conftest import CONF, compose_config
+from tests.conftest import CONF, REPO, compose_config
 
 DDP = "rlx.distributed.strategy.DataParallel"
-# A 2-node × 4-GPU SLURM job: one task per rank (conf/hydra/launcher/slurm.yaml plus the job's shape)
-SLURM = ["hydra.mode=MULTIRUN", "trainer=ddp", "trainer.devices=4", "trainer.num_nodes=2", "trainer.accelerator=cpu", "hydra/launcher=slurm",
-         "hydra.launcher.nodes=2", "hydra.launcher.tasks_per_node=4", "hydra.launcher.gpus_per_node=4"]
+def readme_slurm_command() -> list[str]:
+    """The overrides of the README's SLURM command (a 2-node × 4-GPU job: one task per rank), as written."""
+    for line in (REPO / "README.md").read_text(encoding="utf-8").splitlines():
+        if line.startswith("python -m rlx") and "hydra/launcher=slurm" in line and "trainer=ddp" in line:
+            return shlex.split(line)[3:]
+    raise AssertionError("README.md has no SLURM command for trainer=ddp")
+
+
+SLURM = [*readme_slurm_command(), "trainer.accelerator=cpu"]  # CPU here: Lightning would want the 4 GPUs
 
 
 def compose_hydra(overrides, tmp_path):
