@@ -13,10 +13,8 @@ One training step reads top to bottom:
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
-import numpy as np
 import torch
 from lightning.pytorch import LightningModule
 from lightning.pytorch.plugins.precision import MixedPrecision
@@ -41,18 +39,6 @@ from rlx.rollout.batch import RolloutBatch
 from rlx.rollout.collect import collect, score
 from rlx.rollout.generate import generate
 from rlx.update import NonFiniteGuard, prepare, update
-
-
-def numpy_rng_state() -> dict:
-    """numpy's RNG state as tensors and numbers, so checkpoints load with torch.load(weights_only=True)."""
-    name, keys, pos, has_gauss, gauss = np.random.get_state()
-    return {"name": name, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
-            "has_gauss": int(has_gauss), "gauss": float(gauss)}
-
-
-def set_numpy_rng_state(state: dict) -> None:
-    keys = state["keys"].numpy().astype(np.uint32)
-    np.random.set_state((state["name"], keys, state["pos"], state["has_gauss"], state["gauss"]))
 
 
 class StepTicker(IterableDataset):
@@ -240,14 +226,14 @@ class RLModule(LightningModule):
         self.log_dict(results, sync_dist=True)  # equal on every rank: the sync averages equal values
 
     # ---------------------------------------------------------------- checkpoints
+    # Lightning saves the weights, optimisers, schedules and step; the module adds what it alone holds. The
+    # global RNGs need no saving: every RL step reseeds them from (seed, step) (rlx.callbacks.checkpoint).
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         checkpoint["rlx"] = {
-            "sampler": self.sampler.state_dict(),
-            "advantage": self.advantage.state_dict(),
+            "sampler": self.sampler.state_dict(),  # the curriculum: its own RNG, position, estimates
+            "advantage": self.advantage.state_dict(),  # e.g. the running-mean baseline
             "before": self.before_metrics,
-            "rng": {"python": random.getstate(), "numpy": numpy_rng_state(),
-                    "torch": torch.get_rng_state(),
-                    "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None},
+            "guard": {"skipped": self.guard.skipped, "in_row": dict(self.guard.in_row)},  # non-finite updates
         }
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
@@ -255,8 +241,5 @@ class RLModule(LightningModule):
         self.sampler.load_state_dict(state["sampler"])
         self.advantage.load_state_dict(state["advantage"])
         self.before_metrics = state["before"]
-        random.setstate(state["rng"]["python"])
-        set_numpy_rng_state(state["rng"]["numpy"])
-        torch.set_rng_state(state["rng"]["torch"])
-        if state["rng"]["cuda"] is not None and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(state["rng"]["cuda"])
+        self.guard.skipped = state["guard"]["skipped"]
+        self.guard.in_row.update(state["guard"]["in_row"])

@@ -13,6 +13,7 @@ import lightning.pytorch as pl
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from rlx.callbacks.resume import Resume
 from rlx.checks import build_node, check_algorithm, check_task
 from rlx.cli.preflight import bundled_task_hint
 from rlx.distributed import World, env_is_rank_zero, quiet_other_ranks, replicas, save_policy
@@ -62,13 +63,16 @@ def train(cfg: DictConfig) -> dict:
     quiet_other_ranks()  # several processes: rank 0 alone prints (rlx.distributed)
     reset_peak_memory()  # a multirun runs its jobs in one process: each summary reports its own peak
     run_dir = Path(cfg.run_dir)
+    resume = Resume.prepare(cfg)  # ckpt_path checked (exists, readable, same config) before anything loads
     module, trainer = build(cfg)
+    resume.attach(trainer, start)
     if env_is_rank_zero():  # the ranks Lightning starts run this too, before the process group exists
         OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
-    if cfg.ckpt_path is None:
+    if resume.path is None:
         module.before_metrics = validate(trainer, module)
         log.info("before RL: %s", module.before_metrics)
-    trainer.fit(module, ckpt_path=cfg.ckpt_path)
+    trainer.fit(module, ckpt_path=resume.path)
+    resume.raise_if_stopped(trainer)
     # the last step's training metrics, read before validation replaces what the trainer holds
     train_metrics = {k: round(float(v), 4) for k, v in trainer.callback_metrics.items()
                      if k.split("/")[0] in ("reward", "loss", "rollout", "adv", "curriculum")}
@@ -84,10 +88,9 @@ def train(cfg: DictConfig) -> dict:
         "before": module.before_metrics,
         "after": after,
         "train": train_metrics,
-        "wall_s": round(time.perf_counter() - start, 1),
+        **resume.totals(trainer, time.perf_counter() - start, peak_rss_mb()),  # wall_s, peak_rss_mb, segments
         "steps": trainer.global_step,
         **distributed,
-        "peak_rss_mb": round(peak_rss_mb(), 1),
         "run_dir": str(run_dir),
         "policy_dir": str(policy_dir),
         "metrics_csv": str(Path(trainer.logger.log_dir) / "metrics.csv") if trainer.logger else None,
