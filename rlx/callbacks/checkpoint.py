@@ -86,7 +86,7 @@ class Checkpointing(Checkpoint):
             self.dirpath.mkdir(parents=True, exist_ok=True)
             partial = self.dirpath / f".{LAST}.partial"
             trainer.save_checkpoint(partial, weights_only=False)  # the full training state (rank 0 writes it)
-            if trainer.is_global_zero:
+            if World.current().is_zero:
                 with partial.open("rb") as handle:
                     os.fsync(handle.fileno())
             self.pending, self.last_saved = (partial, step), time.monotonic()

@@ -154,3 +154,17 @@ def test_env_rank_zero(monkeypatch):
     assert env_is_rank_zero()  # Lightning's launcher process after it has started the others
     monkeypatch.setenv("SLURM_PROCID", "3")
     assert not env_is_rank_zero()
+
+
+def test_a_multirun_that_would_spawn_ranks_is_refused(monkeypatch):
+    """Lightning's subprocess launcher re-runs the command line: in a multirun every rank would run the sweep.
+    Under SLURM or torchrun (processes started outside) a multirun of multi-process jobs is fine."""
+    from rlx.distributed import checks
+
+    monkeypatch.setattr(checks, "multirun", lambda: True)
+    with pytest.raises(ConfigError, match="would rerun the whole sweep in every rank.*hydra/launcher=slurm"):
+        checks.check_spawn(2, external=False)
+    checks.check_spawn(2, external=True)
+    checks.check_spawn(1, external=False)
+    monkeypatch.setattr(checks, "multirun", lambda: False)
+    checks.check_spawn(2, external=False)

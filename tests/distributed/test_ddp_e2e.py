@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections import defaultdict
@@ -111,15 +112,6 @@ def test_two_ranks_learn_like_one_process(runs):
     assert abs(sum(rewards[0]) / 3 - sum(rewards[1]) / 3) <= 0.25, rewards
 
 
-def test_a_multirun_that_would_spawn_ranks_fails_at_start(tmp_path, test_cache):
-    env = {**os.environ, "RLX_CACHE": str(test_cache), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run([sys.executable, "-m", "rlx", "-m", f"hydra.sweep.dir={tmp_path}", "trainer=ddp",
-                           "trainer.accelerator=cpu", "seed=0", "model.cache_dir=/nonexistent"], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
-    assert proc.returncode != 0
-    assert "would rerun the whole sweep in every rank" in proc.stdout + proc.stderr
-
-
 def test_fsdp_under_torchrun(runs, tmp_path, test_cache):
     """trainer=fsdp with the ranks started by torchrun (Lightning detects it and starts nothing itself): the
     same one run directory, a full checkpoint and policy gathered on rank 0, the same start as one process."""
@@ -147,3 +139,29 @@ def test_fsdp_under_torchrun(runs, tmp_path, test_cache):
     for name, param in policy.state_dict().items():  # whole tensors, not shards, equal to the exported policy
         if name in saved:
             assert saved[name].shape == param.shape and torch.equal(saved[name], param), name
+
+
+def test_a_stopped_two_rank_run_resumes_exactly(runs, tmp_path, test_cache):
+    """SIGTERM to rank 0 alone (as a scheduler's preemption might reach one task first): every rank finishes
+    the same step (the signal is agreed across ranks), rank 0 writes the checkpoint, all exit 143; resumed
+    with ckpt_path=last, the run ends with the uninterrupted run's metrics, samples and weights, bit for bit
+    (every rank reseeds from (seed, step), and its sampling stream derives from that and its rank)."""
+    from tests.resume.runs import checkpoint, metric_rows, samples, training_steps
+    from tests.resume.runs import rlx as rlx_until
+
+    _, reference = runs
+    run = tmp_path / "run"
+    args = [f"hydra.run.dir={run}", "trainer=ddp", *RUN]
+    stopped = rlx_until(args, test_cache, stop_at_row=0, sig=signal.SIGTERM)
+    assert stopped.returncode == 128 + signal.SIGTERM, stopped.stdout[-3000:]
+    assert 0 < len(training_steps(run)) < 3
+    rlx([*args[1:], "ckpt_path=last"], run, test_cache)
+    assert training_steps(run) == [0, 1, 2]
+    assert metric_rows(run) == metric_rows(reference)
+    assert samples(run) == samples(reference)
+    final, expected = checkpoint(run / "checkpoints" / "last.ckpt"), checkpoint(reference / "checkpoints" / "last.ckpt")
+    assert final["rlx"] == expected["rlx"]  # the curriculum's state, the same on every rank
+    for key, tensor in expected["state_dict"].items():
+        assert final["state_dict"][key].equal(tensor), key
+    s1, s2 = (json.loads((r / "summary.json").read_text()) for r in (run, reference))
+    assert s1["weights_fingerprint"] == s2["weights_fingerprint"] and s1["after"] == s2["after"]
