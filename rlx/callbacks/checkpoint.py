@@ -32,6 +32,7 @@ from pathlib import Path
 from lightning.pytorch.callbacks import Checkpoint
 
 from rlx.callbacks.resume import LAST, NUMBERED, RECORD
+from rlx.distributed.world import World, agreed_signal
 from rlx.seeding import seed_step
 
 log = logging.getLogger(__name__)
@@ -77,15 +78,17 @@ class Checkpointing(Checkpoint):
     # ---------------------------------------------------------------- writing
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         step = trainer.global_step
+        self.received = agreed_signal(self.received)  # several ranks: every rank stops after the same step
         due = (self.received is not None or trainer.should_stop or step >= trainer.max_steps
                or (self.every_n_steps is not None and step % self.every_n_steps == 0)
                or (self.every_minutes is not None and time.monotonic() - self.last_saved >= 60 * self.every_minutes))
         if due:
             self.dirpath.mkdir(parents=True, exist_ok=True)
             partial = self.dirpath / f".{LAST}.partial"
-            trainer.save_checkpoint(partial, weights_only=False)  # the full training state
-            with partial.open("rb") as handle:
-                os.fsync(handle.fileno())
+            trainer.save_checkpoint(partial, weights_only=False)  # the full training state (rank 0 writes it)
+            if World.current().is_zero:
+                with partial.open("rb") as handle:
+                    os.fsync(handle.fileno())
             self.pending, self.last_saved = (partial, step), time.monotonic()
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
@@ -115,6 +118,9 @@ class Checkpointing(Checkpoint):
         if self.pending is None:
             return
         partial, step = self.pending
+        if not World.current().is_zero:  # rank 0 alone renames and links the file it wrote
+            self.pending, self.committed_step = None, step
+            return
         last = self.dirpath / LAST
         os.replace(partial, last)
         if self.keep != 0:

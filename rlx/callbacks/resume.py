@@ -27,6 +27,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rlx.callbacks.csv_logger import read_header, write_rows
+from rlx.distributed.env import env_is_rank_zero
 from rlx.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -183,7 +184,8 @@ class Resume:
         if step > cfg.trainer.max_steps:
             raise ResumeError(f"ckpt_path={path} is at step {step}, beyond trainer.max_steps={cfg.trainer.max_steps}: "
                               f"set trainer.max_steps >= {step} to continue it")
-        dropped = trim_history(Path(cfg.run_dir), step)
+        # rank 0 alone rewrites the run's files (the other ranks of trainer=ddp run this too)
+        dropped = trim_history(Path(cfg.run_dir), step) if env_is_rank_zero() else (0, 0)
         log.info("resuming %s at step %d%s", path, step,
                  f" (dropped {dropped[0]} metrics rows and {dropped[1]} samples written after it)" if any(dropped)
                  else "")
