@@ -11,12 +11,17 @@ from setuptools import find_namespace_packages, find_packages, setup
 
 PLUGINS = "plugins/rlx_searchpath/hydra_plugins"
 CONFIGS = {"rlx.conf": "conf", "rlx.sweeps": "sweeps"}
-config_packages = [f"{name}.{sub}" if sub else name for name, path in CONFIGS.items()
-                   for sub in ["", *find_namespace_packages(path)]]
+config_packages = [
+    f"{name}.{sub}" if sub else name for name, path in CONFIGS.items() for sub in ["", *find_namespace_packages(path)]
+]
 
 setup(
-    packages=[*find_packages(include=["rlx", "rlx.*"]), *config_packages,
-              "hydra_plugins", *(f"hydra_plugins.{p}" for p in find_packages(PLUGINS))],
+    packages=[
+        *find_packages(include=["rlx", "rlx.*"]),
+        *config_packages,
+        "hydra_plugins",
+        *(f"hydra_plugins.{p}" for p in find_packages(PLUGINS)),
+    ],
     package_dir={**CONFIGS, "hydra_plugins": PLUGINS},
     package_data={name: ["*.yaml"] for name in config_packages},
 )

@@ -55,29 +55,53 @@ def run_seed(seed: int, out: Path, extra: list[str]) -> None:
     if not todo:
         return
     model_extra = [e for e in extra if e.startswith("model.")]
-    subprocess.run([sys.executable, "-c", WARM_START.format(conf=REPO / "conf", seed=seed, extra=model_extra)],
-                   cwd=REPO, env=env(), check=True)
+    subprocess.run(
+        [sys.executable, "-c", WARM_START.format(conf=REPO / "conf", seed=seed, extra=model_extra)],
+        cwd=REPO,
+        env=env(),
+        check=True,
+    )
     for algo in todo:
-        subprocess.run([sys.executable, "-m", "rlx", f"algo={algo}", f"seed={seed}",
-                        f"hydra.run.dir={out / f'seed{seed}' / algo}", *extra], cwd=REPO, env=env(), check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "rlx",
+                f"algo={algo}",
+                f"seed={seed}",
+                f"hydra.run.dir={out / f'seed{seed}' / algo}",
+                *extra,
+            ],
+            cwd=REPO,
+            env=env(),
+            check=True,
+        )
 
 
 def state_memory(extra: list[str]) -> str:
     """Policy/critic/reference parameter counts and the training-state bytes of GRPO vs PPO."""
     model_extra = [e for e in extra if e.startswith("model.")]
-    out = subprocess.run([sys.executable, "-c", STATE_MEMORY.format(conf=REPO / "conf", extra=model_extra)],
-                         cwd=REPO, env=env(), check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", STATE_MEMORY.format(conf=REPO / "conf", extra=model_extra)],
+        cwd=REPO,
+        env=env(),
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     counts = json.loads(out.strip().splitlines()[-1])
     p, c = counts["policy"], counts["critic"]
     trained = 16  # bytes per trained fp32 parameter: weight + gradient + two AdamW moments
     grpo = p * trained + p * 4  # policy + frozen reference (weights only)
     ppo = p * trained + c * trained  # policy + critic (no reference by default)
     mb = 2**20
-    return (f"parameters: policy {p:,}, critic {c:,} (the policy's body + a scalar head), reference {p:,}\n"
-            f"model-state memory (fp32 weights, grads, AdamW moments): GRPO {grpo / mb:.1f} MB "
-            f"(policy {p * trained / mb:.1f} + reference {p * 4 / mb:.1f}), PPO {ppo / mb:.1f} MB "
-            f"(policy {p * trained / mb:.1f} + critic {c * trained / mb:.1f}); PPO / GRPO = {ppo / grpo:.2f}; "
-            f"PPO / policy alone = {ppo / (p * trained):.2f}")
+    return (
+        f"parameters: policy {p:,}, critic {c:,} (the policy's body + a scalar head), reference {p:,}\n"
+        f"model-state memory (fp32 weights, grads, AdamW moments): GRPO {grpo / mb:.1f} MB "
+        f"(policy {p * trained / mb:.1f} + reference {p * 4 / mb:.1f}), PPO {ppo / mb:.1f} MB "
+        f"(policy {p * trained / mb:.1f} + critic {c * trained / mb:.1f}); PPO / GRPO = {ppo / grpo:.2f}; "
+        f"PPO / policy alone = {ppo / (p * trained):.2f}"
+    )
 
 
 def fmt(values: list[float], digits: int) -> str:
@@ -87,19 +111,22 @@ def fmt(values: list[float], digits: int) -> str:
 
 
 def table(out: Path, seeds: list[int]) -> str:
-    rows = ["| algo | seeds | SFT start | final accuracy | gain | wall time (s) | peak RSS (MB) |",
-            "|---|---|---|---|---|---|---|"]
+    rows = [
+        "| algo | seeds | SFT start | final accuracy | gain | wall time (s) | peak RSS (MB) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for algo in ALGOS:
-        found = [json.loads(p.read_text()) for s in seeds
-                 if (p := out / f"seed{s}" / algo / "summary.json").is_file()]
+        found = [json.loads(p.read_text()) for s in seeds if (p := out / f"seed{s}" / algo / "summary.json").is_file()]
         if not found:
             rows.append(f"| {algo} | 0 | – | – | – | – | – |")
             continue
         before = [r["before"]["val/accuracy"] for r in found]
         after = [r["after"]["val/accuracy"] for r in found]
-        rows.append(f"| {algo} | {len(found)} | {fmt(before, 3)} | {fmt(after, 3)} | "
-                    f"{fmt([a - b for a, b in zip(after, before)], 3)} | {fmt([r['wall_s'] for r in found], 0)} | "
-                    f"{fmt([r['peak_rss_mb'] for r in found], 0)} |")
+        rows.append(
+            f"| {algo} | {len(found)} | {fmt(before, 3)} | {fmt(after, 3)} | "
+            f"{fmt([a - b for a, b in zip(after, before)], 3)} | {fmt([r['wall_s'] for r in found], 0)} | "
+            f"{fmt([r['peak_rss_mb'] for r in found], 0)} |"
+        )
     return "\n".join(rows)
 
 
@@ -118,7 +145,9 @@ def main() -> None:
     report = f"{table(args.out, args.seeds)}\n\n{state_memory(args.extra)}"
     print(report)
     if args.results:
-        command = " ".join(["python bench/algos.py --seeds", *map(str, args.seeds), *(["--extra", *args.extra] if args.extra else [])])
+        command = " ".join(
+            ["python bench/algos.py --seeds", *map(str, args.seeds), *(["--extra", *args.extra] if args.extra else [])]
+        )
         args.results.write_text(f"# Five algorithms on the embedded default\n\nCommand: `{command}`\n\n{report}\n")
     print(f"\n(benchmark wall time {time.perf_counter() - start:.0f} s; runs under {args.out})")
 

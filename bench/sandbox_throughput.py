@@ -33,8 +33,9 @@ def main(samples: int, workers: int) -> None:
         baseline_ok = sum(pool.map(baseline_one, range(samples)))
     baseline = samples / (time.perf_counter() - start)
 
-    reward = UnitTestsReward(workers=workers, scoring="fraction", limits=LIMITS, hide=[], base_uid=63000,
-                             preload=STDLIB_PRELOAD)
+    reward = UnitTestsReward(
+        workers=workers, scoring="fraction", limits=LIMITS, hide=[], base_uid=63000, preload=STDLIB_PRELOAD
+    )
     try:
         reward([PROGRAM] * workers, [ROW] * workers)  # start the servers outside the timing
         start = time.perf_counter()

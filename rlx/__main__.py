@@ -15,7 +15,9 @@ from rlx.errors import explain
 log = logging.getLogger("rlx")
 
 
-@hydra.main(version_base="1.3", config_path=None, config_name="config")  # configs come from rlx:// (see rlx.cli.configs)
+@hydra.main(
+    version_base="1.3", config_path=None, config_name="config"
+)  # configs come from rlx:// (see rlx.cli.configs)
 def run(cfg: DictConfig) -> float | None:
     from rlx.cli.preflight import check_config
 
@@ -27,8 +29,10 @@ def run(cfg: DictConfig) -> float | None:
     log.info("%s: %d RL steps, run directory %s", run_description(), cfg.trainer.max_steps, cfg.run_dir)
     summary = train(cfg)  # an error propagates: Hydra records the job as failed (status.json), main() reports it
     before, after = summary["before"] or {}, summary["after"]
-    print(f"\nheld-out accuracy: {before.get('val/accuracy', float('nan')):.3f} -> {after['val/accuracy']:.3f} "
-          f"in {summary['wall_s']:.0f} s ({summary['steps']} RL step{'s' * (summary['steps'] != 1)})")
+    print(
+        f"\nheld-out accuracy: {before.get('val/accuracy', float('nan')):.3f} -> {after['val/accuracy']:.3f} "
+        f"in {summary['wall_s']:.0f} s ({summary['steps']} RL step{'s' * (summary['steps'] != 1)})"
+    )
     print(f"run directory:  {summary['run_dir']}")
     print(f"  summary.json  metrics: {summary['metrics_csv']}  samples: {summary['samples']}")
     print(f"  policy (save_pretrained): {summary['policy_dir']}  resume: ckpt_path={summary['checkpoint']}")

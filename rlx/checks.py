@@ -28,8 +28,9 @@ def build_node(cfg, key: str, **kwargs):
 
 def check_algorithm(algo, advantage, has_critic: bool) -> None:
     if algo.group_size < 1 or algo.prompts_per_step < 1:
-        raise ConfigError(f"algo.group_size and algo.prompts_per_step must be >= 1 "
-                          f"(got {algo.group_size}, {algo.prompts_per_step})")
+        raise ConfigError(
+            f"algo.group_size and algo.prompts_per_step must be >= 1 (got {algo.group_size}, {algo.prompts_per_step})"
+        )
     if algo.group_size < advantage.min_group_size:
         raise ConfigError(
             f"algo={algo.name} needs algo.group_size >= {advantage.min_group_size} (got {algo.group_size}): "
@@ -38,21 +39,27 @@ def check_algorithm(algo, advantage, has_critic: bool) -> None:
             f"(algo=ppo or algo=reinforce)"
         )
     if advantage.needs_critic and not has_critic:
-        raise ConfigError(f"advantage={type(advantage).__name__} needs a value network, but this run has no "
-                          "critic (algo.critic=null): use algo=ppo (which adds one) or a group advantage such as "
-                          "advantage=group_norm")
+        raise ConfigError(
+            f"advantage={type(advantage).__name__} needs a value network, but this run has no "
+            "critic (algo.critic=null): use algo=ppo (which adds one) or a group advantage such as "
+            "advantage=group_norm"
+        )
     if has_critic and not advantage.needs_critic:
-        raise ConfigError(f"algo.critic is set but advantage={type(advantage).__name__} never reads its values: "
-                          "the critic would cost a second model's memory for nothing. Set algo.critic=null, or "
-                          "advantage=gae")
+        raise ConfigError(
+            f"algo.critic is set but advantage={type(advantage).__name__} never reads its values: "
+            "the critic would cost a second model's memory for nothing. Set algo.critic=null, or "
+            "advantage=gae"
+        )
     if not advantage.reads_token_rewards and (algo.uses_reference and algo.kl.in_reward or algo.shaping.active):
         raise ConfigError(
             f"advantage={type(advantage).__name__} credits the reward's components directly, so "
             f"kl.placement=reward (with algo.beta={algo.beta}) or algo.shaping would be silently ignored. "
-            "Set kl.placement=loss (the KL then goes in the loss) and turn algo.shaping's options off")
+            "Set kl.placement=loss (the KL then goes in the loss) and turn algo.shaping's options off"
+        )
     if algo.update_epochs < 1 or algo.minibatches < 1:
-        raise ConfigError(f"algo.update_epochs and algo.minibatches must be >= 1 "
-                          f"(got {algo.update_epochs}, {algo.minibatches})")
+        raise ConfigError(
+            f"algo.update_epochs and algo.minibatches must be >= 1 (got {algo.update_epochs}, {algo.minibatches})"
+        )
     if not algo.policy_loss.uses_old_logp and algo.updates_per_batch > 1:
         raise ConfigError(
             f"policy_loss={type(algo.policy_loss).__name__} has no importance ratio, so only one update per "
@@ -61,8 +68,10 @@ def check_algorithm(algo, advantage, has_critic: bool) -> None:
         )
     batch = algo.group_size * algo.prompts_per_step
     if algo.minibatches > batch:
-        raise ConfigError(f"algo.minibatches={algo.minibatches} exceeds the {batch} completions of a step "
-                          f"(algo.prompts_per_step × algo.group_size): set algo.minibatches <= {batch}")
+        raise ConfigError(
+            f"algo.minibatches={algo.minibatches} exceeds the {batch} completions of a step "
+            f"(algo.prompts_per_step × algo.group_size): set algo.minibatches <= {batch}"
+        )
     for key in ("micro_batch_size", "micro_batch_tokens", "generation_batch_size"):
         value = getattr(algo, key)
         if value is not None and value < 1:
@@ -72,8 +81,10 @@ def check_algorithm(algo, advantage, has_critic: bool) -> None:
     if algo.beta < 0:
         raise ConfigError(f"algo.beta must be >= 0 (got {algo.beta}); 0 disables the KL term")
     if algo.beta > 0 and algo.kl.estimator is None:
-        raise ConfigError(f"algo.beta={algo.beta} puts a KL penalty to the reference model, but kl=none loads "
-                          "none. Set kl=k3 (or k1, k2), or algo.beta=0")
+        raise ConfigError(
+            f"algo.beta={algo.beta} puts a KL penalty to the reference model, but kl=none loads "
+            "none. Set kl=k3 (or k1, k2), or algo.beta=0"
+        )
     if algo.temperature <= 0:
         raise ConfigError(f"algo.temperature must be > 0 (got {algo.temperature})")
 

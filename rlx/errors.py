@@ -105,8 +105,7 @@ def _unknown_key(key: str, appended: str, compose: Compose | None) -> str:
         return f"{key} is not a key of {where}: did you mean {parent + '.' if parent else ''}{guess}?"
     target = node.get("_target_") if hasattr(node, "get") else None
     if target and _accepts(str(target), leaf):
-        return (f"{key} is not set in rlx's config, but {leaf} is an argument of {target}: add it with "
-                f"{appended}")
+        return f"{key} is not set in rlx's config, but {leaf} is an argument of {target}: add it with {appended}"
     shown = ", ".join(sorted(k for k in keys if not k.startswith("_")))
     return f"{key} is not a key of {where} (its keys: {shown})"
 

@@ -77,11 +77,15 @@ def warm_started(model) -> bool:
 @rule("algo.epsilon", "algo.epsilon_high", "policy_loss.epsilon", "policy_loss.epsilon_high", "policy_loss.clip_c")
 def _clip_range(p: Parts) -> str | None:
     if not p.algo.policy_loss.uses_old_logp:
-        return (f"the policy loss {type(p.algo.policy_loss).__name__} has no importance ratio, so no clip range "
-                "applies (choose a ratio loss: policy_loss=clip, dual_clip, gspo or cispo)")
+        return (
+            f"the policy loss {type(p.algo.policy_loss).__name__} has no importance ratio, so no clip range "
+            "applies (choose a ratio loss: policy_loss=clip, dual_clip, gspo or cispo)"
+        )
     if p.algo.updates_per_batch == 1:
-        return ("one optimiser step per rollout batch (algo.update_epochs × algo.minibatches = 1): the ratio "
-                "π_θ/π_old is exactly 1, so the clip never acts. Raise algo.update_epochs or algo.minibatches")
+        return (
+            "one optimiser step per rollout batch (algo.update_epochs × algo.minibatches = 1): the ratio "
+            "π_θ/π_old is exactly 1, so the clip never acts. Raise algo.update_epochs or algo.minibatches"
+        )
     return None
 
 
@@ -146,8 +150,10 @@ def _no_retry(p: Parts) -> str | None:
 @rule("data.teacher_*", "data.warm_start_*")
 def _no_warm_start(p: Parts) -> str | None:
     if not warm_started(p.model):
-        return ("this model is not warm-started from the task's teacher (model.warm_start=null, or a model "
-                "loaded from a directory), so the teacher's settings are never read")
+        return (
+            "this model is not warm-started from the task's teacher (model.warm_start=null, or a model "
+            "loaded from a directory), so the teacher's settings are never read"
+        )
     return None
 
 
@@ -163,8 +169,9 @@ def find_inert(parts: Parts, keys: list[str]) -> dict[str, str]:
     """{key: why it is inert} for each of `keys` (dotted config keys) that some rule finds inert."""
     found: dict[str, str] = {}
     for key in keys:
-        reasons = [why for r in RULES if any(fnmatch.fnmatchcase(key, pat) for pat in r.patterns)
-                   if (why := r.check(parts))]
+        reasons = [
+            why for r in RULES if any(fnmatch.fnmatchcase(key, pat) for pat in r.patterns) if (why := r.check(parts))
+        ]
         if reasons:
             found[key] = "; ".join(dict.fromkeys(reasons))
     return found

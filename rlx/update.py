@@ -25,7 +25,13 @@ from rlx.algos.objective import objective, per_token_rewards
 from rlx.distributed import World, average_gradients, global_weights
 from rlx.errors import RlxError
 from rlx.rollout.batch import RolloutBatch
-from rlx.rollout.logprobs import forward_logprobs, map_micro_batches, plan_micro_batches, sequence_logprobs, trim_padding
+from rlx.rollout.logprobs import (
+    forward_logprobs,
+    map_micro_batches,
+    plan_micro_batches,
+    sequence_logprobs,
+    trim_padding,
+)
 
 log = logging.getLogger(__name__)
 
@@ -47,14 +53,20 @@ class NonFiniteGuard:
             return True
         self.skipped += 1
         self.in_row[name] += 1
-        log.warning("skipping a %s update: loss %s, gradient norm %s (%d in a row)", name, float(loss),
-                    float(grad_norm), self.in_row[name])
+        log.warning(
+            "skipping a %s update: loss %s, gradient norm %s (%d in a row)",
+            name,
+            float(loss),
+            float(grad_norm),
+            self.in_row[name],
+        )
         if self.in_row[name] >= self.max_in_row:
             raise NonFiniteUpdates(
                 f"{self.in_row[name]} {name} updates in a row had a non-finite loss or gradient "
                 f"(algo.max_skipped_updates={self.max_in_row}); the weights are those before the first of them. "
                 "Lower the learning rate (algo.optimizer.lr), check the reward for huge values, or raise "
-                "algo.max_skipped_updates")
+                "algo.max_skipped_updates"
+            )
         return False
 
 
@@ -86,16 +98,30 @@ def prepare(batch: RolloutBatch, algo, advantage, policy, reference, critic) -> 
     token_rewards = per_token_rewards(scores, batch.response_mask, kl, algo.beta)  # [N, T]
     values = None
     if critic is not None:
-        values = map_micro_batches(critic, batch.input_ids, batch.attention_mask, batch.response_width,
-                                   algo.micro_batch_size, algo.micro_batch_tokens)[0]  # [N, T]
-    batch = replace(batch, sample_mask=sample_mask, scores=scores, ref_logp=ref_logp, old_logp=old_logp,
-                    token_rewards=token_rewards, values=values)
+        values = map_micro_batches(
+            critic,
+            batch.input_ids,
+            batch.attention_mask,
+            batch.response_width,
+            algo.micro_batch_size,
+            algo.micro_batch_tokens,
+        )[0]  # [N, T]
+    batch = replace(
+        batch,
+        sample_mask=sample_mask,
+        scores=scores,
+        ref_logp=ref_logp,
+        old_logp=old_logp,
+        token_rewards=token_rewards,
+        values=values,
+    )
     advantages, returns = advantage(batch)  # [N, T], [N, T] | None
     return replace(batch, advantages=advantages, returns=returns), metrics
 
 
-def update(batch: RolloutBatch, algo, policy, optimizer, critic, critic_optimizer, backward,
-           guard: NonFiniteGuard) -> dict[str, float]:
+def update(
+    batch: RolloutBatch, algo, policy, optimizer, critic, critic_optimizer, backward, guard: NonFiniteGuard
+) -> dict[str, float]:
     """algo.update_epochs passes over the batch in algo.minibatches shuffled minibatches, one policy (and
     critic) optimiser step per minibatch. Returns each metric's mean over the steps."""
     n = batch.input_ids.shape[0]
@@ -133,12 +159,23 @@ def policy_step(mb: RolloutBatch, algo, policy, optimizer, backward, guard: NonF
     optimizer.zero_grad(set_to_none=True)
     for rows, ids, attention, width in micro_batches(mb, algo):
         cut = (rows, slice(0, width))
-        logp, entropy = forward_logprobs(policy, ids, attention, width, algo.temperature,
-                                         with_entropy=mb.old_logp is None)  # [m, T'] each
+        logp, entropy = forward_logprobs(
+            policy, ids, attention, width, algo.temperature, with_entropy=mb.old_logp is None
+        )  # [m, T'] each
         old_logp = mb.old_logp[cut] if mb.old_logp is not None else logp.detach()  # [m, T']
         ref_logp = mb.ref_logp[cut] if mb.ref_logp is not None else None  # [m, T']
-        loss, metrics = objective(logp, old_logp, ref_logp, mb.advantages[cut], mask[cut], weights[cut],
-                                  token_weights[cut], algo.policy_loss, kl, kl_coef)
+        loss, metrics = objective(
+            logp,
+            old_logp,
+            ref_logp,
+            mb.advantages[cut],
+            mask[cut],
+            weights[cut],
+            token_weights[cut],
+            algo.policy_loss,
+            kl,
+            kl_coef,
+        )
         backward(loss)
         metrics["loss"] = loss.detach()
         if entropy is not None:
@@ -173,5 +210,4 @@ def critic_step(mb: RolloutBatch, algo, critic, optimizer, backward, guard: NonF
     if guard.allows("critic", loss, norm):
         optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    return {"loss/value": loss, "optim/critic_grad_norm": norm,
-            "critic/value_mean": (mb.values * token_weights).sum()}
+    return {"loss/value": loss, "optim/critic_grad_norm": norm, "critic/value_mean": (mb.values * token_weights).sum()}

@@ -21,12 +21,15 @@ STD = {"population": False, "unbiased": True}  # advantage.std: divide the varia
 
 def unbiased_std(std: str, key: str = "advantage.std") -> bool:
     if std not in STD:
-        raise ValueError(f"{key} must be one of {sorted(STD)} (got {std!r}); verl, TRL and OpenRLHF's GRPO use unbiased")
+        raise ValueError(
+            f"{key} must be one of {sorted(STD)} (got {std!r}); verl, TRL and OpenRLHF's GRPO use unbiased"
+        )
     return STD[std]
 
 
-def group_statistics(scores: Tensor, group_index: Tensor, valid: Tensor,
-                     unbiased: bool) -> tuple[Tensor, Tensor, Tensor]:
+def group_statistics(
+    scores: Tensor, group_index: Tensor, valid: Tensor, unbiased: bool
+) -> tuple[Tensor, Tensor, Tensor]:
     """Per-group count, mean and std of `scores` over valid samples, broadcast back to [N].
 
     The std is the population std (÷ n) or, with `unbiased`, ÷ (n − 1) (a group of one then has std 0).
@@ -37,7 +40,9 @@ def group_statistics(scores: Tensor, group_index: Tensor, valid: Tensor,
     count = torch.zeros(k, dtype=scores.dtype, device=scores.device).index_add_(0, group_index, w)  # [K]
     total = torch.zeros(k, dtype=scores.dtype, device=scores.device).index_add_(0, group_index, scores * w)  # [K]
     mean = total / count.clamp(min=1)  # [K]
-    sq = torch.zeros(k, dtype=scores.dtype, device=scores.device).index_add_(0, group_index, (scores - mean[group_index]) ** 2 * w)
+    sq = torch.zeros(k, dtype=scores.dtype, device=scores.device).index_add_(
+        0, group_index, (scores - mean[group_index]) ** 2 * w
+    )
     std = (sq / (count - 1 if unbiased else count).clamp(min=1)).sqrt()  # [K]
     return count[group_index], mean[group_index], std[group_index]  # each [N]
 
@@ -50,8 +55,9 @@ def batch_std(scores: Tensor, valid: Tensor, unbiased: bool) -> Tensor:
     return x.std(unbiased=unbiased)  # []
 
 
-def group_norm_advantage(scores: Tensor, group_index: Tensor, valid: Tensor, eps: float, unbiased: bool,
-                         batch_scale: bool) -> Tensor:
+def group_norm_advantage(
+    scores: Tensor, group_index: Tensor, valid: Tensor, eps: float, unbiased: bool, batch_scale: bool
+) -> Tensor:
     """GRPO (arXiv 2402.03300, §4.1.2): A_i = (r_i − mean(r_group)) / (std(r_group) + eps); with
     `batch_scale`, TRL's scale_rewards="batch": A_i = (r_i − mean(r_group)) / (std(r_batch) + eps).
 
@@ -67,8 +73,9 @@ def group_norm_advantage(scores: Tensor, group_index: Tensor, valid: Tensor, eps
     return torch.where(valid, (scores - mean) / (std + eps), torch.zeros_like(scores))  # [N]
 
 
-def component_norm_advantage(components: Tensor, weights: Tensor, group_index: Tensor, valid: Tensor, eps: float,
-                             unbiased: bool) -> Tensor:
+def component_norm_advantage(
+    components: Tensor, weights: Tensor, group_index: Tensor, valid: Tensor, eps: float, unbiased: bool
+) -> Tensor:
     """Normalise-then-sum for multi-component rewards (GDPO, arXiv 2601.05242; TRL's
     multi_objective_aggregation="normalize_then_sum"):
 
@@ -80,8 +87,13 @@ def component_norm_advantage(components: Tensor, weights: Tensor, group_index: T
 
     Args: components: [N, C]; weights: [C]. Returns: advantages [N].
     """
-    per_component = torch.stack([group_norm_advantage(components[:, c], group_index, valid, eps, unbiased, False)
-                                 for c in range(components.shape[1])], dim=1)  # [N, C]
+    per_component = torch.stack(
+        [
+            group_norm_advantage(components[:, c], group_index, valid, eps, unbiased, False)
+            for c in range(components.shape[1])
+        ],
+        dim=1,
+    )  # [N, C]
     summed = (per_component * weights.to(per_component.dtype)).sum(-1)  # [N]
     mean = summed[valid].mean() if valid.any() else summed.new_zeros(())  # []
     adv = (summed - mean) / (batch_std(summed, valid, unbiased) + eps)  # [N]
@@ -150,13 +162,21 @@ class GroupNorm(Estimator):
 
     def __init__(self, eps: float, std: str, scale: str) -> None:
         if scale not in ("group", "batch"):
-            raise ValueError(f"advantage.scale must be 'group' or 'batch' (got {scale!r}); 'batch' divides by the "
-                             "std of the whole batch (TRL's scale_rewards='batch')")
+            raise ValueError(
+                f"advantage.scale must be 'group' or 'batch' (got {scale!r}); 'batch' divides by the "
+                "std of the whole batch (TRL's scale_rewards='batch')"
+            )
         self.eps, self.unbiased, self.batch_scale = eps, unbiased_std(std), scale == "batch"
 
     def __call__(self, batch) -> tuple[Tensor, None]:
-        adv = group_norm_advantage(batch.returns_per_sequence(), batch.group_index, batch.sample_mask, self.eps,
-                                   self.unbiased, self.batch_scale)  # [N]
+        adv = group_norm_advantage(
+            batch.returns_per_sequence(),
+            batch.group_index,
+            batch.sample_mask,
+            self.eps,
+            self.unbiased,
+            self.batch_scale,
+        )  # [N]
         return broadcast_to_tokens(adv, batch.response_mask), None
 
 
@@ -191,16 +211,19 @@ class ComponentNorm(Estimator):
 
     def __init__(self, components: list[str], weights: list[float], eps: float, std: str) -> None:
         if not components or len(weights) != len(components):
-            raise ValueError(f"advantage.components and advantage.weights must be non-empty and of equal length "
-                             f"(got {list(components)}, {list(weights)})")
+            raise ValueError(
+                f"advantage.components and advantage.weights must be non-empty and of equal length "
+                f"(got {list(components)}, {list(weights)})"
+            )
         self.components, self.weights = list(components), [float(w) for w in weights]
         self.eps, self.unbiased = eps, unbiased_std(std)
 
     def __call__(self, batch) -> tuple[Tensor, None]:
         scores = component_scores(batch, self.components)  # [N, C]
         weights = torch.tensor(self.weights, dtype=scores.dtype, device=scores.device)  # [C]
-        adv = component_norm_advantage(scores, weights, batch.group_index, batch.sample_mask, self.eps,
-                                       self.unbiased)  # [N]
+        adv = component_norm_advantage(
+            scores, weights, batch.group_index, batch.sample_mask, self.eps, self.unbiased
+        )  # [N]
         return broadcast_to_tokens(adv, batch.response_mask), None
 
 
@@ -210,7 +233,8 @@ def component_scores(batch, names: list[str]) -> Tensor:
     if missing:
         raise ConfigError(
             f"advantage.components={names} names {missing}, which this reward does not return "
-            f"(it returns {sorted(batch.components)}). Set advantage.components to some of those")
+            f"(it returns {sorted(batch.components)}). Set advantage.components to some of those"
+        )
     return torch.stack([batch.components[name] for name in names], dim=1).to(torch.float32)  # [N, C]
 
 
@@ -227,8 +251,7 @@ class RunningMean(Estimator):
         scores, valid = batch.returns_per_sequence(), batch.sample_mask  # [N], [N]
         adv = running_mean_advantage(scores, valid, self.baseline)  # [N] baseline from earlier batches
         if valid.any():
-            self.average, self.baseline = ema_update(self.average, self.count, float(scores[valid].mean()),
-                                                     self.decay)
+            self.average, self.baseline = ema_update(self.average, self.count, float(scores[valid].mean()), self.decay)
             self.count += 1
         return broadcast_to_tokens(adv, batch.response_mask), None
 
@@ -277,6 +300,7 @@ class ReinforcePPBaseline(Estimator):
         self.unbiased = unbiased_std(std)
 
     def __call__(self, batch) -> tuple[Tensor, None]:
-        adv = reinforce_pp_baseline_advantage(batch.token_rewards, batch.loss_mask(), batch.group_index,
-                                              batch.sample_mask, self.unbiased)  # [N, T]
+        adv = reinforce_pp_baseline_advantage(
+            batch.token_rewards, batch.loss_mask(), batch.group_index, batch.sample_mask, self.unbiased
+        )  # [N, T]
         return adv, None

@@ -15,7 +15,7 @@ The `kl` config group picks an estimator and where the penalty goes (`kl.placeme
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import Tensor

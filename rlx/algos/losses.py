@@ -26,8 +26,9 @@ class PolicyLoss(NamedTuple):
     clipped_high: Tensor  # [N, T] bool: the ratio's upper clip removed this token's gradient
 
 
-def clipped_surrogate(logp: Tensor, old_logp: Tensor, advantages: Tensor, eps_low: float,
-                      eps_high: float) -> PolicyLoss:
+def clipped_surrogate(
+    logp: Tensor, old_logp: Tensor, advantages: Tensor, eps_low: float, eps_high: float
+) -> PolicyLoss:
     """PPO's clipped surrogate (arXiv 1707.06347, eq. 7), negated to a loss, per token:
 
         ρ = exp(log π_θ − log π_old),  L = −min(ρ·A, clip(ρ, 1 − ε_low, 1 + ε_high)·A)
@@ -42,8 +43,9 @@ def clipped_surrogate(logp: Tensor, old_logp: Tensor, advantages: Tensor, eps_lo
     return PolicyLoss(-torch.minimum(unclipped, clipped_obj), taken & (ratio < 1.0), taken & (ratio > 1.0))
 
 
-def dual_clip_surrogate(logp: Tensor, old_logp: Tensor, advantages: Tensor, eps_low: float, eps_high: float,
-                        clip_c: float) -> PolicyLoss:
+def dual_clip_surrogate(
+    logp: Tensor, old_logp: Tensor, advantages: Tensor, eps_low: float, eps_high: float, clip_c: float
+) -> PolicyLoss:
     """Dual-clip PPO (Ye et al. 2019, arXiv 1912.09729, eq. 5): for A < 0 the clipped loss is bounded as well,
 
         L = −min(ρA, clip(ρ, 1 − ε_low, 1 + ε_high)A)            if A ≥ 0
@@ -60,8 +62,9 @@ def dual_clip_surrogate(logp: Tensor, old_logp: Tensor, advantages: Tensor, eps_
     return PolicyLoss(loss, ppo.clipped_low, ppo.clipped_high | capped)
 
 
-def gspo_surrogate(logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Tensor, eps_low: float,
-                   eps_high: float) -> PolicyLoss:
+def gspo_surrogate(
+    logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Tensor, eps_low: float, eps_high: float
+) -> PolicyLoss:
     """GSPO (Zheng et al. 2025, arXiv 2507.18071), in its GSPO-token form (§4.3):
 
         s_i = exp( (1/|y_i|) Σ_t log(π_θ(y_i,t)/π_old(y_i,t)) )        the sequence-level ratio
@@ -100,8 +103,9 @@ def reinforce_loss(logp: Tensor, advantages: Tensor) -> Tensor:
 
 def check_epsilons(eps_low: float, eps_high: float) -> None:
     if not 0 < eps_low <= 1 or eps_high <= 0:
-        raise ValueError(f"algo.epsilon must be in (0, 1] (1: no lower bound) and algo.epsilon_high > 0 "
-                         f"(got {eps_low}, {eps_high})")
+        raise ValueError(
+            f"algo.epsilon must be in (0, 1] (1: no lower bound) and algo.epsilon_high > 0 (got {eps_low}, {eps_high})"
+        )
 
 
 class ClippedRatio:

@@ -5,7 +5,7 @@ Shapes: N sequences (of a minibatch, or of one micro-batch of it), T completion 
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
@@ -33,9 +33,18 @@ def per_token_rewards(scores: Tensor, response_mask: Tensor, kl: Tensor | None, 
     return rewards
 
 
-def objective(logp: Tensor, old_logp: Tensor, ref_logp: Tensor | None, advantages: Tensor, mask: Tensor,
-              weights: Tensor, token_weights: Tensor, policy_loss: Callable[..., PolicyLoss],
-              kl: Callable[[Tensor, Tensor], Tensor] | None, kl_coef: float) -> tuple[Tensor, dict[str, Tensor]]:
+def objective(
+    logp: Tensor,
+    old_logp: Tensor,
+    ref_logp: Tensor | None,
+    advantages: Tensor,
+    mask: Tensor,
+    weights: Tensor,
+    token_weights: Tensor,
+    policy_loss: Callable[..., PolicyLoss],
+    kl: Callable[[Tensor, Tensor], Tensor] | None,
+    kl_coef: float,
+) -> tuple[Tensor, dict[str, Tensor]]:
     """The loss minimised by every preset, and its metrics:
 
         L = Σ_{i,t} w_{i,t} · ℓ_{i,t}(π_θ, π_old, A)  +  kl_coef · Σ_{i,t} w_{i,t} · KL_{i,t}(π_θ ‖ π_ref)
@@ -73,8 +82,14 @@ def objective(logp: Tensor, old_logp: Tensor, ref_logp: Tensor | None, advantage
         low = (out.clipped_low.to(weights.dtype) * token_weights).sum()  # []
         high = (out.clipped_high.to(weights.dtype) * token_weights).sum()  # []
         k3 = ((torch.exp(log_ratio) - 1 - log_ratio) * token_weights).sum()  # []
-        metrics.update({
-            "loss/clipfrac": low + high, "loss/clipfrac_low": low, "loss/clipfrac_high": high,
-            "loss/approx_kl_k1": (-log_ratio * token_weights).sum(), "loss/approx_kl_k3": k3, "loss/approx_kl": k3,
-        })
+        metrics.update(
+            {
+                "loss/clipfrac": low + high,
+                "loss/clipfrac_low": low,
+                "loss/clipfrac_high": high,
+                "loss/approx_kl_k1": (-log_ratio * token_weights).sum(),
+                "loss/approx_kl_k3": k3,
+                "loss/approx_kl": k3,
+            }
+        )
     return loss, metrics

@@ -73,8 +73,9 @@ def reinforce_pp_advantage(token_rewards: Tensor, mask: Tensor, gamma: float, un
     return whiten(discounted_returns(token_rewards, mask, gamma), mask, unbiased)  # [N, T]
 
 
-def reinforce_pp_baseline_advantage(token_rewards: Tensor, mask: Tensor, group_index: Tensor, valid: Tensor,
-                                    unbiased: bool) -> Tensor:
+def reinforce_pp_baseline_advantage(
+    token_rewards: Tensor, mask: Tensor, group_index: Tensor, valid: Tensor, unbiased: bool
+) -> Tensor:
     """REINFORCE++-baseline (arXiv 2501.03262, §3.2; verl `reinforce_plus_plus_baseline`):
 
         A_i,t = whiten_batch( R_i − mean_group(R) ),   R_i = Σ_t r_i,t

@@ -43,23 +43,35 @@ def overlong_filter(valid: Tensor, truncated: Tensor) -> Tensor:
 class RewardShaping:
     """The `algo.shaping` node. Each option is off when null/false, so one node serves every preset."""
 
-    def __init__(self, clip_low: float | None, clip_high: float | None, overlong_max_length: int | None,
-                 overlong_cache_length: int | None, overlong_filter: bool) -> None:
+    def __init__(
+        self,
+        clip_low: float | None,
+        clip_high: float | None,
+        overlong_max_length: int | None,
+        overlong_cache_length: int | None,
+        overlong_filter: bool,
+    ) -> None:
         if clip_low is not None and clip_high is not None and clip_low > clip_high:
             raise ValueError(f"algo.shaping.clip_low={clip_low} > algo.shaping.clip_high={clip_high}; swap them")
         if overlong_max_length is not None and not (
-                overlong_cache_length is not None and 0 < overlong_cache_length <= overlong_max_length):
+            overlong_cache_length is not None and 0 < overlong_cache_length <= overlong_max_length
+        ):
             raise ValueError(
                 f"algo.shaping.overlong_cache_length must be in (0, overlong_max_length={overlong_max_length}] "
-                f"(got {overlong_cache_length}); DAPO uses 4096 of 20480. Set overlong_max_length=null to disable")
+                f"(got {overlong_cache_length}); DAPO uses 4096 of 20480. Set overlong_max_length=null to disable"
+            )
         self.clip_low, self.clip_high = clip_low, clip_high
         self.max_length, self.cache_length = overlong_max_length, overlong_cache_length
         self.filter_truncated = overlong_filter
 
     @property
     def active(self) -> bool:
-        return (self.clip_low is not None or self.clip_high is not None or self.max_length is not None
-                or self.filter_truncated)
+        return (
+            self.clip_low is not None
+            or self.clip_high is not None
+            or self.max_length is not None
+            or self.filter_truncated
+        )
 
     def __call__(self, batch) -> tuple[Tensor, Tensor]:
         """Returns: shaped rewards [N], sample mask [N] (the valid samples the loss and the advantages see;

@@ -8,8 +8,9 @@ advantage estimator, policy loss, aggregation and KL are the top-level groups `a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 
 @dataclass

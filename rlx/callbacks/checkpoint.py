@@ -44,18 +44,32 @@ class Interrupted(SystemExit):
 
 
 class Checkpointing(Checkpoint):
-    def __init__(self, dirpath: str, every_n_steps: int | None, every_minutes: float | None, keep: int,
-                 signals: list[str], requeue: bool, match: list[str], match_ignore: list[str], seed: int) -> None:
+    def __init__(
+        self,
+        dirpath: str,
+        every_n_steps: int | None,
+        every_minutes: float | None,
+        keep: int,
+        signals: list[str],
+        requeue: bool,
+        match: list[str],
+        match_ignore: list[str],
+        seed: int,
+    ) -> None:
         if every_n_steps is not None and (not isinstance(every_n_steps, int) or every_n_steps < 1):
             raise ValueError(f"checkpoint.every_n_steps must be a step count >= 1 or null (got {every_n_steps!r})")
         if every_minutes is not None and not every_minutes > 0:
             raise ValueError(f"checkpoint.every_minutes must be > 0 or null (got {every_minutes!r})")
         if not isinstance(keep, int) or keep < -1:
-            raise ValueError(f"checkpoint.keep counts the step=<N>.ckpt copies kept: 0 for none, -1 for all (got {keep!r})")
+            raise ValueError(
+                f"checkpoint.keep counts the step=<N>.ckpt copies kept: 0 for none, -1 for all (got {keep!r})"
+            )
         unknown = [name for name in signals if not isinstance(getattr(signal, str(name), None), signal.Signals)]
         if unknown or any(name in ("SIGKILL", "SIGSTOP") for name in signals):
-            raise ValueError(f"checkpoint.signals holds {unknown or signals} which cannot be handled: use signal names "
-                             "such as [SIGTERM, SIGUSR1], or [] for none")
+            raise ValueError(
+                f"checkpoint.signals holds {unknown or signals} which cannot be handled: use signal names "
+                "such as [SIGTERM, SIGUSR1], or [] for none"
+            )
         super().__init__()
         self.dirpath = Path(dirpath)
         self.every_n_steps, self.every_minutes, self.keep = every_n_steps, every_minutes, keep
@@ -79,9 +93,13 @@ class Checkpointing(Checkpoint):
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         step = trainer.global_step
         self.received = agreed_signal(self.received)  # several ranks: every rank stops after the same step
-        due = (self.received is not None or trainer.should_stop or step >= trainer.max_steps
-               or (self.every_n_steps is not None and step % self.every_n_steps == 0)
-               or (self.every_minutes is not None and time.monotonic() - self.last_saved >= 60 * self.every_minutes))
+        due = (
+            self.received is not None
+            or trainer.should_stop
+            or step >= trainer.max_steps
+            or (self.every_n_steps is not None and step % self.every_n_steps == 0)
+            or (self.every_minutes is not None and time.monotonic() - self.last_saved >= 60 * self.every_minutes)
+        )
         if due:
             self.dirpath.mkdir(parents=True, exist_ok=True)
             partial = self.dirpath / f".{LAST}.partial"
@@ -144,10 +162,15 @@ class Checkpointing(Checkpoint):
     def on_save_checkpoint(self, trainer, pl_module, checkpoint: dict) -> None:
         from rlx.train import peak_rss_mb
 
-        segment = {"from_step": self.first_step, "to_step": trainer.global_step,
-                   "wall_s": round(time.perf_counter() - self.started, 1)}
+        segment = {
+            "from_step": self.first_step,
+            "to_step": trainer.global_step,
+            "wall_s": round(time.perf_counter() - self.started, 1),
+        }
         checkpoint[RECORD] = {
-            "identity": self.identity, "seed": self.seed, "max_steps": trainer.max_steps,
+            "identity": self.identity,
+            "seed": self.seed,
+            "max_steps": trainer.max_steps,
             "segments": [*self.record.get("segments", []), segment],
             "peak_rss_mb": round(max(peak_rss_mb(), self.record.get("peak_rss_mb", 0.0)), 1),
         }
@@ -177,9 +200,15 @@ class Checkpointing(Checkpoint):
                 group["lr"] = lr
             scheduler._last_lr = list(lrs)
             changes.append(f"{before[0]:.3g} -> {lrs[0]:.3g}")
-        log.warning("trainer.max_steps=%d, the checkpointed run had %d: the LR schedule (algo.lr_schedule) now spans "
-                    "%d steps and continues from step %d, so the lr changes %s", trainer.max_steps, saved_max_steps,
-                    trainer.max_steps, self.first_step, ", ".join(changes) or "(no schedule)")
+        log.warning(
+            "trainer.max_steps=%d, the checkpointed run had %d: the LR schedule (algo.lr_schedule) now spans "
+            "%d steps and continues from step %d, so the lr changes %s",
+            trainer.max_steps,
+            saved_max_steps,
+            trainer.max_steps,
+            self.first_step,
+            ", ".join(changes) or "(no schedule)",
+        )
 
     # ---------------------------------------------------------------- signals
     def install_handlers(self) -> None:
@@ -200,8 +229,12 @@ class Checkpointing(Checkpoint):
 
     def exit(self, trainer) -> None:
         name = signal.Signals(self.received).name
-        log.warning("stopped by %s at step %d; checkpoint %s. Resume with ckpt_path=last (same run directory)", name,
-                    trainer.global_step, self.dirpath / LAST)
+        log.warning(
+            "stopped by %s at step %d; checkpoint %s. Resume with ckpt_path=last (same run directory)",
+            name,
+            trainer.global_step,
+            self.dirpath / LAST,
+        )
         if self.requeue and self.received == signal.SIGUSR1:
             requeue_slurm_job()
         raise Interrupted(128 + self.received)

@@ -27,8 +27,10 @@ class InfraError(RlxError):
 class InfraStop(Callback):
     def __init__(self, max_frac: float, steps: int) -> None:
         if not 0.0 <= max_frac < 1.0:
-            raise ValueError(f"infra_stop.max_frac is a share of a step's samples in [0, 1) (got {max_frac!r}); "
-                             "e.g. infra_stop.max_frac=0.5")
+            raise ValueError(
+                f"infra_stop.max_frac is a share of a step's samples in [0, 1) (got {max_frac!r}); "
+                "e.g. infra_stop.max_frac=0.5"
+            )
         if not isinstance(steps, int) or steps < 1:
             raise ValueError(f"infra_stop.steps must be a step count >= 1 (got {steps!r})")
         self.max_frac, self.steps = max_frac, steps
@@ -47,7 +49,8 @@ class InfraStop(Callback):
                 f"stopped after step {trainer.global_step - 1}: the reward {reward.__name__} ({reward.__module__}) "
                 f"could not score more than {self.max_frac:.0%} of the samples for {self.streak} steps in a row "
                 f"(last step {frac:.0%} INFRA: its own failures, not the completions'; see the log for its errors). "
-                f"Fix the reward, then resume with ckpt_path=last; the limit is infra_stop.max_frac / infra_stop.steps")
+                f"Fix the reward, then resume with ckpt_path=last; the limit is infra_stop.max_frac / infra_stop.steps"
+            )
             trainer.should_stop = True
 
     def state_dict(self) -> dict:

@@ -56,12 +56,16 @@ def read_checkpoint(path: Path) -> dict:
     except Exception as err:  # noqa: BLE001 torch raises RuntimeError, pickle errors, EOFError... for a damaged file
         text = str(err).strip()
         reason = text.splitlines()[0].split(". ")[0][:200] if text else type(err).__name__  # its first sentence
-        raise ResumeError(f"ckpt_path={path} is not a readable checkpoint ({reason}): the file is truncated "
-                          f"or corrupt. Resume from another one (ckpt_path=<run>/checkpoints/step=<N>.ckpt, kept "
-                          "with checkpoint.keep) or start a new run (ckpt_path=null)") from None
+        raise ResumeError(
+            f"ckpt_path={path} is not a readable checkpoint ({reason}): the file is truncated "
+            f"or corrupt. Resume from another one (ckpt_path=<run>/checkpoints/step=<N>.ckpt, kept "
+            "with checkpoint.keep) or start a new run (ckpt_path=null)"
+        ) from None
     if not isinstance(checkpoint, dict) or RECORD not in checkpoint or "global_step" not in checkpoint:
-        raise ResumeError(f"ckpt_path={path} was not written by rlx's checkpointing (no run record): resume from a "
-                          "checkpoint in a run's checkpoints/ directory, or start a new run (ckpt_path=null)")
+        raise ResumeError(
+            f"ckpt_path={path} was not written by rlx's checkpointing (no run record): resume from a "
+            "checkpoint in a run's checkpoints/ directory, or start a new run (ckpt_path=null)"
+        )
     return checkpoint
 
 
@@ -87,15 +91,16 @@ def identity(cfg: DictConfig, keys: list[str], ignore: list[str]) -> dict[str, o
 
 
 def mismatch(saved: dict[str, object], current: dict[str, object], order: list[str]) -> str | None:
-    """"algo.name is 'ppo' in the checkpoint and 'grpo' here (3 more keys differ: ...)", or None. Keys come in
+    """ "algo.name is 'ppo' in the checkpoint and 'grpo' here (3 more keys differ: ...)", or None. Keys come in
     the order of `order` (checkpoint.match), a node's own name or _target_ first: they say what it is."""
 
     def rank(key: str) -> tuple:
         node = next((i for i, prefix in enumerate(order) if key == prefix or key.startswith(f"{prefix}.")), len(order))
         return node, key.rsplit(".", 1)[-1] not in ("name", "_target_"), key.count("."), key
 
-    differing = sorted((k for k in set(saved) | set(current) if saved.get(k, "<unset>") != current.get(k, "<unset>")),
-                       key=rank)
+    differing = sorted(
+        (k for k in set(saved) | set(current) if saved.get(k, "<unset>") != current.get(k, "<unset>")), key=rank
+    )
     if not differing:
         return None
     first = differing[0]
@@ -162,33 +167,47 @@ class Resume:
         dirpath = Path(spec.dirpath)
         if cfg.ckpt_path is None:
             if (dirpath / LAST).is_file():
-                raise ResumeError(f"run_dir={cfg.run_dir} already holds a run ({dirpath / LAST}): resume it with "
-                                  "ckpt_path=last, or start a new run in another directory (hydra.run.dir=...)")
+                raise ResumeError(
+                    f"run_dir={cfg.run_dir} already holds a run ({dirpath / LAST}): resume it with "
+                    "ckpt_path=last, or start a new run in another directory (hydra.run.dir=...)"
+                )
             return cls(None, 0, ident)
         path = newest_checkpoint(dirpath) if cfg.ckpt_path == "last" else Path(str(cfg.ckpt_path)).expanduser()
         if path is None:
-            log.warning("ckpt_path=last: no checkpoint in %s yet, starting a new run (to resume an earlier run, "
-                        "set hydra.run.dir to its directory)", dirpath)
+            log.warning(
+                "ckpt_path=last: no checkpoint in %s yet, starting a new run (to resume an earlier run, "
+                "set hydra.run.dir to its directory)",
+                dirpath,
+            )
             return cls(None, 0, ident)
         if not path.is_file():
-            raise ResumeError(f"ckpt_path={path} does not exist. Use ckpt_path=last for the newest checkpoint of "
-                              f"this run directory ({dirpath}), a file under <run>/checkpoints/, or ckpt_path=null "
-                              "for a new run")
+            raise ResumeError(
+                f"ckpt_path={path} does not exist. Use ckpt_path=last for the newest checkpoint of "
+                f"this run directory ({dirpath}), a file under <run>/checkpoints/, or ckpt_path=null "
+                "for a new run"
+            )
         checkpoint = read_checkpoint(path)
         record, step = checkpoint[RECORD], int(checkpoint["global_step"])
         problem = mismatch(record["identity"], ident, list(spec.match))
         if problem:
-            raise ResumeError(f"ckpt_path={path} comes from another configuration: {problem}. Resume with the "
-                              "checkpoint's config (config.yaml in its run directory) or start a new run "
-                              "(ckpt_path=null)")
+            raise ResumeError(
+                f"ckpt_path={path} comes from another configuration: {problem}. Resume with the "
+                "checkpoint's config (config.yaml in its run directory) or start a new run "
+                "(ckpt_path=null)"
+            )
         if step > cfg.trainer.max_steps:
-            raise ResumeError(f"ckpt_path={path} is at step {step}, beyond trainer.max_steps={cfg.trainer.max_steps}: "
-                              f"set trainer.max_steps >= {step} to continue it")
+            raise ResumeError(
+                f"ckpt_path={path} is at step {step}, beyond trainer.max_steps={cfg.trainer.max_steps}: "
+                f"set trainer.max_steps >= {step} to continue it"
+            )
         # rank 0 alone rewrites the run's files (the other ranks of trainer=ddp run this too)
         dropped = trim_history(Path(cfg.run_dir), step) if env_is_rank_zero() else (0, 0)
-        log.info("resuming %s at step %d%s", path, step,
-                 f" (dropped {dropped[0]} metrics rows and {dropped[1]} samples written after it)" if any(dropped)
-                 else "")
+        log.info(
+            "resuming %s at step %d%s",
+            path,
+            step,
+            f" (dropped {dropped[0]} metrics rows and {dropped[1]} samples written after it)" if any(dropped) else "",
+        )
         return cls(str(path), step, ident, record)
 
     def attach(self, trainer, started: float) -> None:
@@ -201,11 +220,15 @@ class Resume:
 
     def totals(self, trainer, wall_s: float, peak_rss_mb: float) -> dict:
         """summary.json's wall time, peak memory and segments for the whole run, this segment included."""
-        segments = [*self.record.get("segments", []),
-                    {"from_step": self.step, "to_step": trainer.global_step, "wall_s": round(wall_s, 1)}]
-        return {"wall_s": round(sum(s["wall_s"] for s in segments), 1),
-                "peak_rss_mb": round(max(peak_rss_mb, self.record.get("peak_rss_mb", 0.0)), 1),
-                "segments": segments}
+        segments = [
+            *self.record.get("segments", []),
+            {"from_step": self.step, "to_step": trainer.global_step, "wall_s": round(wall_s, 1)},
+        ]
+        return {
+            "wall_s": round(sum(s["wall_s"] for s in segments), 1),
+            "peak_rss_mb": round(max(peak_rss_mb, self.record.get("peak_rss_mb", 0.0)), 1),
+            "segments": segments,
+        }
 
     @staticmethod
     def raise_if_stopped(trainer) -> None:

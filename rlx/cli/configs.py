@@ -35,8 +35,10 @@ def config_dirs() -> tuple[Path, Path]:
     for root in (package, package.parent):
         if (root / "conf" / "config.yaml").is_file():
             return root / "conf", root / SWEEPS
-    raise FileNotFoundError(f"rlx's conf/ is neither in {package} (a wheel) nor in {package.parent} (a checkout): "
-                            "reinstall rlx (pip install .)")
+    raise FileNotFoundError(
+        f"rlx's conf/ is neither in {package} (a wheel) nor in {package.parent} (a checkout): "
+        "reinstall rlx (pip install .)"
+    )
 
 
 class RlxConfigSource(ConfigSource):
@@ -64,8 +66,9 @@ class RlxConfigSource(ConfigSource):
             header = ConfigSource._get_header_dict(f.read(512))
             f.seek(0)
             cfg = OmegaConf.load(f)
-        return ConfigResult(config=cfg, path=f"file://{os.path.dirname(full_path)}", provider=self.provider,
-                            header=header)
+        return ConfigResult(
+            config=cfg, path=f"file://{os.path.dirname(full_path)}", provider=self.provider, header=header
+        )
 
     def available(self) -> bool:
         return os.path.isdir(self.conf)
@@ -82,8 +85,9 @@ class RlxConfigSource(ConfigSource):
             names.append(SWEEPS)
         files: list[str] = []
         for name in names:
-            self._list_add_result(files=files, file_path=os.path.join(config_path, name), file_name=name,
-                                  results_filter=results_filter)
+            self._list_add_result(
+                files=files, file_path=os.path.join(config_path, name), file_name=name, results_filter=results_filter
+            )
         return sorted(set(files))
 
 

@@ -14,22 +14,38 @@ import warnings
 # Warnings about how rlx deliberately uses a library, each filtered where it cannot be fixed at its cause.
 # (message regex, why it does not apply to rlx)
 FILTERED_WARNINGS = [
-    (r"Experiment logs directory .* exists and is not empty",
-     ("the CSV logger writes metrics.csv into the run directory Hydra has just created (it already holds "
-      ".hydra/ and rlx.log); there are no earlier metrics in it to lose")),
-    (r"Found \d+ module\(s\) in eval mode",
-     ("rlx samples and scores with the policy in eval mode (no dropout, so PPO ratios start at exactly 1) and "
-      "keeps the frozen reference in eval mode; Lightning warns about any eval-mode module at fit start")),
-    (r"Using ModelCheckpoint with manual optimization",
-     "rlx optimises manually; a checkpoint after the step's update is what resuming at the next step needs"),
-    (r"`isinstance\(treespec, LeafSpec\)` is deprecated",
-     "raised inside Lightning's own pytree helper under torch 2.13; nothing rlx calls"),
+    (
+        r"Experiment logs directory .* exists and is not empty",
+        (
+            "the CSV logger writes metrics.csv into the run directory Hydra has just created (it already holds "
+            ".hydra/ and rlx.log); there are no earlier metrics in it to lose"
+        ),
+    ),
+    (
+        r"Found \d+ module\(s\) in eval mode",
+        (
+            "rlx samples and scores with the policy in eval mode (no dropout, so PPO ratios start at exactly 1) and "
+            "keeps the frozen reference in eval mode; Lightning warns about any eval-mode module at fit start"
+        ),
+    ),
+    (
+        r"Using ModelCheckpoint with manual optimization",
+        "rlx optimises manually; a checkpoint after the step's update is what resuming at the next step needs",
+    ),
+    (
+        r"`isinstance\(treespec, LeafSpec\)` is deprecated",
+        "raised inside Lightning's own pytree helper under torch 2.13; nothing rlx calls",
+    ),
 ]
 
 # Lightning's INFO chatter (GPU/TPU availability, a litlogger advert, "Seed set to", "`Trainer.fit` stopped")
 # comes from these loggers; rlx prints its own start line with the device and its own end summary.
-QUIET_INFO = ["lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero",
-              "lightning.fabric.utilities.seed", "lightning.pytorch.accelerators.cuda"]
+QUIET_INFO = [
+    "lightning.pytorch.utilities.rank_zero",
+    "lightning.fabric.utilities.rank_zero",
+    "lightning.fabric.utilities.seed",
+    "lightning.pytorch.accelerators.cuda",
+]
 
 
 def stream_is_tty(stream) -> bool:

@@ -24,8 +24,10 @@ def check_config(cfg: DictConfig) -> None:
         raise ConfigError(f"{chosen} needs {', '.join(missing)} (no default): add {add}")
     steps = cfg.trainer.max_steps
     if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
-        raise ConfigError(f"trainer.max_steps is the number of RL steps and must be an integer >= 1 (got {steps!r}): "
-                          "e.g. trainer.max_steps=250")
+        raise ConfigError(
+            f"trainer.max_steps is the number of RL steps and must be an integer >= 1 (got {steps!r}): "
+            "e.g. trainer.max_steps=250"
+        )
     if hydra is not None:
         check_mode(hydra)
         check_value_types(cfg, hydra)
@@ -73,9 +75,11 @@ def check_mode(hydra) -> None:
     if hydra.mode == RunMode.RUN and params:
         sweeps = [o for o in hydra.overrides.task if re.match(r"^\+{0,2}sweeps=", o)]
         what = " ".join(sweeps) or "hydra.sweeper.params"
-        raise ConfigError(f"{what} defines a sweep over {', '.join(map(str, params))}, but Hydra started a single "
-                          "run: add -m to run it as a multirun (Hydra then reports why it did not compose as one), "
-                          "or drop hydra.mode=RUN")
+        raise ConfigError(
+            f"{what} defines a sweep over {', '.join(map(str, params))}, but Hydra started a single "
+            "run: add -m to run it as a multirun (Hydra then reports why it did not compose as one), "
+            "or drop hydra.mode=RUN"
+        )
 
 
 def bundled_task(reward_choice: str | None) -> str | None:
@@ -88,7 +92,7 @@ def bundled_task(reward_choice: str | None) -> str | None:
     if not path.is_file():
         return None
     for item in OmegaConf.load(path).get("defaults", []) or []:
-        for key, value in (item.items() if isinstance(item, (DictConfig, dict)) else []):
+        for key, value in item.items() if isinstance(item, (DictConfig, dict)) else []:
             if re.match(r"^override /data(@|$)", str(key)):
                 return str(value)
     return None
@@ -108,6 +112,8 @@ def bundled_task_hint():
         bundled = bundled_task(reward)
         if bundled is None or bundled == data:
             raise
-        raise ConfigError(f"{err}. reward={reward} scores its own task data={bundled}, but this run chose "
-                          f"data={data}: drop data={data} (or set data={bundled}), or use a task whose rows carry "
-                          "the reward's fields") from None
+        raise ConfigError(
+            f"{err}. reward={reward} scores its own task data={bundled}, but this run chose "
+            f"data={data}: drop data={data} (or set data={bundled}), or use a task whose rows carry "
+            "the reward's fields"
+        ) from None

@@ -37,7 +37,7 @@ def stamp() -> str:
 
 class Progress(Callback):
     """Args:
-        every_n_steps: off a terminal, print a progress line every this many RL steps.
+    every_n_steps: off a terminal, print a progress line every this many RL steps.
     """
 
     def __init__(self, every_n_steps: int = 10, stream=None) -> None:

@@ -28,15 +28,21 @@ class LearnableBandSampler(PromptSampler):
     def __init__(self, lo: float, hi: float, prior: float, ema: float, explore: float, seed: int) -> None:
         super().__init__()
         if not lo < hi:
-            raise ValueError(f"curriculum.lo must be below curriculum.hi (got lo={lo}, hi={hi}): the band "
-                             "[lo, hi] of pass rates worth sampling would be empty. Use e.g. curriculum.lo=0.1 "
-                             "curriculum.hi=0.9")
+            raise ValueError(
+                f"curriculum.lo must be below curriculum.hi (got lo={lo}, hi={hi}): the band "
+                "[lo, hi] of pass rates worth sampling would be empty. Use e.g. curriculum.lo=0.1 "
+                "curriculum.hi=0.9"
+            )
         if not 0.0 < ema <= 1.0:
-            raise ValueError(f"curriculum.ema is the weight of a new group's mean in the estimate and must be in "
-                             f"(0, 1] (got {ema}); e.g. curriculum.ema=0.5")
+            raise ValueError(
+                f"curriculum.ema is the weight of a new group's mean in the estimate and must be in "
+                f"(0, 1] (got {ema}); e.g. curriculum.ema=0.5"
+            )
         if not 0.0 <= explore <= 1.0:
-            raise ValueError(f"curriculum.explore is the share of exploration slots and must be in [0, 1] "
-                             f"(got {explore}); e.g. curriculum.explore=0.2")
+            raise ValueError(
+                f"curriculum.explore is the share of exploration slots and must be in [0, 1] "
+                f"(got {explore}); e.g. curriculum.explore=0.2"
+            )
         self.lo, self.hi, self.prior, self.ema, self.explore = lo, hi, prior, ema, explore
         self.rng = random.Random(seed)
         self.estimate: list[float | None] = []  # None: never observed (counts as `prior`)
@@ -95,13 +101,21 @@ class LearnableBandSampler(PromptSampler):
 
     def metrics(self) -> dict[str, float]:
         seen = sum(1 for e in self.estimate if e is not None)
-        return {**super().metrics(), "curriculum/pool_in_band": len(self.in_band()) / self.size,
-                "curriculum/seen_frac": seen / self.size,
-                "curriculum/explore_frac": self.explored / max(1, self._groups)}
+        return {
+            **super().metrics(),
+            "curriculum/pool_in_band": len(self.in_band()) / self.size,
+            "curriculum/seen_frac": seen / self.size,
+            "curriculum/explore_frac": self.explored / max(1, self._groups),
+        }
 
     def state_dict(self) -> dict:
-        return {"rng": self.rng.getstate(), "estimate": list(self.estimate), "explore_order": list(self.explore_order),
-                "explore_position": self.explore_position, "size": self.size}
+        return {
+            "rng": self.rng.getstate(),
+            "estimate": list(self.estimate),
+            "explore_order": list(self.explore_order),
+            "explore_position": self.explore_position,
+            "size": self.size,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         check_size(self, state)

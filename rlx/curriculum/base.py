@@ -41,8 +41,9 @@ class PromptSampler(ABC):
         """Called with the training rows before the first `sample` (subclasses extend it). Binding is
         deterministic and consumes no randomness, so binding twice is harmless."""
         if not rows:
-            raise ValueError(f"curriculum {type(self).__name__} was given no training rows: the task's train "
-                             "split is empty")
+            raise ValueError(
+                f"curriculum {type(self).__name__} was given no training rows: the task's train split is empty"
+            )
         self.size = len(rows)
         self.difficulty = [row["difficulty"] for row in rows] if all("difficulty" in r for r in rows) else None
 
@@ -53,8 +54,7 @@ class PromptSampler(ABC):
         self._bucket_sums = {}
 
     @abstractmethod
-    def sample(self, count: int) -> list[int]:
-        ...
+    def sample(self, count: int) -> list[int]: ...
 
     def observe(self, indices: list[int], group_rewards: list[list[float]]) -> None:
         """Scores of the groups just generated (one list of valid rewards per index). Subclasses that learn
@@ -79,20 +79,20 @@ class PromptSampler(ABC):
         return out
 
     @abstractmethod
-    def state_dict(self) -> dict:
-        ...
+    def state_dict(self) -> dict: ...
 
     @abstractmethod
-    def load_state_dict(self, state: dict) -> None:
-        ...
+    def load_state_dict(self, state: dict) -> None: ...
 
 
 def check_size(sampler: PromptSampler, state: dict) -> None:
     """A checkpoint's sampler state indexes the training rows it was made with: refuse other rows."""
     if state["size"] != sampler.size:
-        raise ValueError(f"the checkpoint's curriculum state ({type(sampler).__name__}) is for {state['size']} "
-                         f"training prompts but this run has {sampler.size}: resume with the same data config "
-                         "as the checkpointed run (ckpt_path)")
+        raise ValueError(
+            f"the checkpoint's curriculum state ({type(sampler).__name__}) is for {state['size']} "
+            f"training prompts but this run has {sampler.size}: resume with the same data config "
+            "as the checkpointed run (ckpt_path)"
+        )
 
 
 def zero_variance(rewards: list[float]) -> bool:

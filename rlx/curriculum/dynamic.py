@@ -24,8 +24,10 @@ class DynamicSampler(UniformSampler):
     def __init__(self, oversample: float, max_rounds: int, seed: int) -> None:
         super().__init__(seed)
         if oversample < 1.0:
-            raise ValueError(f"curriculum.oversample must be >= 1 (got {oversample}): it multiplies the prompts "
-                             "requested per round; DAPO uses 3")
+            raise ValueError(
+                f"curriculum.oversample must be >= 1 (got {oversample}): it multiplies the prompts "
+                "requested per round; DAPO uses 3"
+            )
         if max_rounds < 1:
             raise ValueError(f"curriculum.max_rounds must be >= 1 (got {max_rounds}); DAPO uses 10")
         self.oversample = oversample

@@ -23,8 +23,10 @@ class SortedSampler(PromptSampler):
     def __init__(self, key: str, descending: bool, pace_start: float, pace_steps: int, seed: int) -> None:
         super().__init__()
         if not 0.0 < pace_start <= 1.0:
-            raise ValueError(f"curriculum.pace_start is the share of the pool unlocked at step 0 and must be in "
-                             f"(0, 1] (got {pace_start}); e.g. curriculum.pace_start=0.25")
+            raise ValueError(
+                f"curriculum.pace_start is the share of the pool unlocked at step 0 and must be in "
+                f"(0, 1] (got {pace_start}); e.g. curriculum.pace_start=0.25"
+            )
         if pace_steps < 0:
             raise ValueError(f"curriculum.pace_steps must be >= 0 (got {pace_steps}); 0 disables pacing")
         self.key, self.descending = key, descending
@@ -43,7 +45,8 @@ class SortedSampler(PromptSampler):
                     f"curriculum=sorted orders prompts by the numeric row field curriculum.key={self.key!r}, but "
                     f"train row {i} {found} (fields: {sorted(row)}). Give every row a numeric {self.key!r} "
                     "(easy to hard), set curriculum.key to a numeric field the rows carry, or use "
-                    "curriculum=uniform")
+                    "curriculum=uniform"
+                )
         ties = list(range(len(rows)))
         random.Random(self.seed).shuffle(ties)  # a fixed tie order that consumes no sampler state
         sign = -1.0 if self.descending else 1.0
@@ -68,8 +71,11 @@ class SortedSampler(PromptSampler):
         return picked
 
     def metrics(self) -> dict[str, float]:
-        return {**super().metrics(), "curriculum/unlocked_frac": self.unlocked(self.step) / self.size,
-                "curriculum/wraps": float(self.wraps)}
+        return {
+            **super().metrics(),
+            "curriculum/unlocked_frac": self.unlocked(self.step) / self.size,
+            "curriculum/wraps": float(self.wraps),
+        }
 
     def state_dict(self) -> dict:
         return {"position": self.position, "wraps": self.wraps, "size": self.size}

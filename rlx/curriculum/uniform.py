@@ -35,8 +35,13 @@ class UniformSampler(PromptSampler):
         return {**super().metrics(), "curriculum/epoch": float(self.epoch)}
 
     def state_dict(self) -> dict:
-        return {"rng": self.rng.getstate(), "order": list(self.order), "position": self.position,
-                "epoch": self.epoch, "size": self.size}
+        return {
+            "rng": self.rng.getstate(),
+            "order": list(self.order),
+            "position": self.position,
+            "epoch": self.epoch,
+            "size": self.size,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         check_size(self, state)

@@ -35,7 +35,7 @@ def has_carry(operands: list[int]) -> bool:
 
 
 def scratchpad(operands: list[int]) -> str:
-    """"[s2+a3=s3+a4=s4]s4": the running sum after the first two operands, each later operand added in
+    """ "[s2+a3=s3+a4=s4]s4": the running sum after the first two operands, each later operand added in
     turn, then the answer (for two operands "[s2]s2")."""
     total = operands[0] + operands[1]
     steps = str(total)
@@ -59,14 +59,27 @@ class MultiSumTask(Task):
 
     strict_answers = False  # the answer is the last number (reward=math with strict=null extracts it)
 
-    def __init__(self, operand_counts: list[int], low: int, high: int, train_size: int, val_size: int,
-                 split_seed: int, teacher_scratchpad: float, teacher_carry_drop: float, max_new_tokens: int,
-                 reward_strict: bool, warm_start_min_match: float = Task.warm_start_min_match,
-                 warm_start_plateau_loss: float | None = Task.warm_start_plateau_loss) -> None:
+    def __init__(
+        self,
+        operand_counts: list[int],
+        low: int,
+        high: int,
+        train_size: int,
+        val_size: int,
+        split_seed: int,
+        teacher_scratchpad: float,
+        teacher_carry_drop: float,
+        max_new_tokens: int,
+        reward_strict: bool,
+        warm_start_min_match: float = Task.warm_start_min_match,
+        warm_start_plateau_loss: float | None = Task.warm_start_plateau_loss,
+    ) -> None:
         if reward_strict:
-            raise ValueError("data=multi_sum answers after an optional scratchpad, which reward.strict=true (the "
-                             "whole completion must be the number) scores 0: set reward.strict=false, so the last "
-                             "number is the answer")
+            raise ValueError(
+                "data=multi_sum answers after an optional scratchpad, which reward.strict=true (the "
+                "whole completion must be the number) scores 0: set reward.strict=false, so the last "
+                "number is the answer"
+            )
         if not operand_counts or any(not 2 <= k <= 4 for k in operand_counts):
             raise ValueError(f"data.operand_counts must list counts in [2, 4] (got {list(operand_counts)})")
         if not 10 <= low < high <= 99:
@@ -77,15 +90,19 @@ class MultiSumTask(Task):
         counts = sorted(set(operand_counts))
         longest = max(len(scratchpad([high] * k)) for k in counts) + 1  # + end of sequence
         if max_new_tokens < longest:
-            raise ValueError(f"data.max_new_tokens={max_new_tokens} cannot hold the longest scratchpad and its end of "
-                             f"sequence ({longest} tokens): raise it to at least {longest}")
+            raise ValueError(
+                f"data.max_new_tokens={max_new_tokens} cannot hold the longest scratchpad and its end of "
+                f"sequence ({longest} tokens): raise it to at least {longest}"
+            )
         rng = random.Random(split_seed)
         self.train, self.val = [], []
         for k in counts:
             space = (high - low + 1) ** k
             if train_size + val_size > space // 2:
-                raise ValueError(f"data.train_size + data.val_size = {train_size + val_size} is more than half of the "
-                                 f"{space} prompts with {k} operands in [{low}, {high}]: lower them")
+                raise ValueError(
+                    f"data.train_size + data.val_size = {train_size + val_size} is more than half of the "
+                    f"{space} prompts with {k} operands in [{low}, {high}]: lower them"
+                )
             chosen: dict[tuple[int, ...], None] = {}
             while len(chosen) < train_size + val_size:
                 chosen[tuple(rng.randint(low, high) for _ in range(k))] = None
@@ -95,15 +112,26 @@ class MultiSumTask(Task):
         rng.shuffle(self.train)
         self.teacher_scratchpad, self.teacher_carry_drop = teacher_scratchpad, teacher_carry_drop
         self.max_new_tokens = max_new_tokens
-        self.spec = {"operand_counts": counts, "low": low, "high": high, "train_size": train_size,
-                     "val_size": val_size, "split_seed": split_seed}
+        self.spec = {
+            "operand_counts": counts,
+            "low": low,
+            "high": high,
+            "train_size": train_size,
+            "val_size": val_size,
+            "split_seed": split_seed,
+        }
         self.warm_start_min_match = warm_start_min_match
         self.warm_start_plateau_loss = warm_start_plateau_loss
 
     @staticmethod
     def _row(operands: list[int]) -> dict:
-        return {"prompt": "+".join(map(str, operands)) + "=", "answer": str(sum(operands)), "operands": operands,
-                "difficulty": len(operands) - 2, "carry": int(has_carry(operands))}
+        return {
+            "prompt": "+".join(map(str, operands)) + "=",
+            "answer": str(sum(operands)),
+            "operands": operands,
+            "difficulty": len(operands) - 2,
+            "carry": int(has_carry(operands)),
+        }
 
     def teacher(self, operands: list[int], rng: random.Random) -> str:
         """One sampled teacher answer: the scratchpad, else a direct answer that may forget the carries."""
@@ -122,5 +150,9 @@ class MultiSumTask(Task):
         return examples
 
     def fingerprint(self) -> dict:
-        return {"task": "multi_sum", **self.spec, "teacher_scratchpad": self.teacher_scratchpad,
-                "teacher_carry_drop": self.teacher_carry_drop}
+        return {
+            "task": "multi_sum",
+            **self.spec,
+            "teacher_scratchpad": self.teacher_scratchpad,
+            "teacher_carry_drop": self.teacher_carry_drop,
+        }

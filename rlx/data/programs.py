@@ -61,13 +61,23 @@ def unclosed_solution(chain) -> str:
 
 
 class ProgramsTask(Task):
-    def __init__(self, min_ops: int, max_ops: int, constant_max: int, val_size: int, split_seed: int,
-                 teacher_error: float, teacher_unclosed: float, max_new_tokens: int,
-                 warm_start_min_match: float = Task.warm_start_min_match,
-                 warm_start_plateau_loss: float | None = Task.warm_start_plateau_loss) -> None:
+    def __init__(
+        self,
+        min_ops: int,
+        max_ops: int,
+        constant_max: int,
+        val_size: int,
+        split_seed: int,
+        teacher_error: float,
+        teacher_unclosed: float,
+        max_new_tokens: int,
+        warm_start_min_match: float = Task.warm_start_min_match,
+        warm_start_plateau_loss: float | None = Task.warm_start_plateau_loss,
+    ) -> None:
         if not 1 <= min_ops <= max_ops <= 4:
-            raise ValueError(f"data.min_ops/data.max_ops must satisfy 1 <= min_ops <= max_ops <= 4 "
-                             f"(got {min_ops}, {max_ops})")
+            raise ValueError(
+                f"data.min_ops/data.max_ops must satisfy 1 <= min_ops <= max_ops <= 4 (got {min_ops}, {max_ops})"
+            )
         if not 2 <= constant_max <= 99:
             raise ValueError(f"data.constant_max must be in [2, 99] (got {constant_max}): constants run from 2")
         for key, value in (("teacher_error", teacher_error), ("teacher_unclosed", teacher_unclosed)):
@@ -76,21 +86,32 @@ class ProgramsTask(Task):
         steps = [(op, k) for op in OPS for k in range(2, constant_max + 1)]
         count = sum(len(steps) ** n for n in range(min_ops, max_ops + 1))
         if count > MAX_CHAINS:
-            raise ValueError(f"data.max_ops={max_ops} with data.constant_max={constant_max} makes {count} chains, more "
-                             f"than the {MAX_CHAINS} rows rlx builds in memory: lower one of them")
+            raise ValueError(
+                f"data.max_ops={max_ops} with data.constant_max={constant_max} makes {count} chains, more "
+                f"than the {MAX_CHAINS} rows rlx builds in memory: lower one of them"
+            )
         chains = [c for n in range(min_ops, max_ops + 1) for c in itertools.product(steps, repeat=n)]
         if not 0 < val_size < len(chains):
-            raise ValueError(f"data.val_size must be in (0, {len(chains)}) for min_ops={min_ops}, "
-                             f"max_ops={max_ops}, constant_max={constant_max} (got {val_size})")
+            raise ValueError(
+                f"data.val_size must be in (0, {len(chains)}) for min_ops={min_ops}, "
+                f"max_ops={max_ops}, constant_max={constant_max} (got {val_size})"
+            )
         longest = max(len(solution(c)) for c in chains) + 1  # + end of sequence
         if max_new_tokens < longest:
-            raise ValueError(f"data.max_new_tokens={max_new_tokens} cannot hold the longest solution and its end "
-                             f"of sequence ({longest} tokens): raise it to at least {longest}")
+            raise ValueError(
+                f"data.max_new_tokens={max_new_tokens} cannot hold the longest solution and its end "
+                f"of sequence ({longest} tokens): raise it to at least {longest}"
+            )
         random.Random(split_seed).shuffle(chains)
         self.train = [self._row(c) for c in chains[val_size:]]
         self.val = [self._row(c) for c in chains[:val_size]]
-        self.spec = {"min_ops": min_ops, "max_ops": max_ops, "constant_max": constant_max, "val_size": val_size,
-                     "split_seed": split_seed}
+        self.spec = {
+            "min_ops": min_ops,
+            "max_ops": max_ops,
+            "constant_max": constant_max,
+            "val_size": val_size,
+            "split_seed": split_seed,
+        }
         self.teacher_error = teacher_error
         self.teacher_unclosed = teacher_unclosed
         self.max_new_tokens = max_new_tokens
@@ -100,9 +121,13 @@ class ProgramsTask(Task):
     @staticmethod
     def _row(chain: tuple[tuple[str, int], ...]) -> dict:
         spec = ", ".join(f"{op} {k}" for op, k in chain)
-        return {"prompt": f"# {spec}\n", "entry_point": "f", "chain": [list(s) for s in chain],
-                "difficulty": int(expression(chain) != expression(chain, parentheses=False)),
-                "tests": [{"input": [x], "output": evaluate(chain, x)} for x in TEST_INPUTS]}
+        return {
+            "prompt": f"# {spec}\n",
+            "entry_point": "f",
+            "chain": [list(s) for s in chain],
+            "difficulty": int(expression(chain) != expression(chain, parentheses=False)),
+            "tests": [{"input": [x], "output": evaluate(chain, x)} for x in TEST_INPUTS],
+        }
 
     def warm_start_examples(self, count: int, seed: int) -> list[tuple[str, str]]:
         """`count` (prompt, completion) pairs from the flawed teacher, over training prompts only."""
@@ -120,5 +145,9 @@ class ProgramsTask(Task):
         return examples
 
     def fingerprint(self) -> dict:
-        return {"task": "programs-spec", **self.spec, "teacher_error": self.teacher_error,
-                "teacher_unclosed": self.teacher_unclosed}
+        return {
+            "task": "programs-spec",
+            **self.spec,
+            "teacher_error": self.teacher_error,
+            "teacher_unclosed": self.teacher_unclosed,
+        }

@@ -8,13 +8,23 @@ from __future__ import annotations
 import importlib
 
 _WHERE = {
-    "EvalTally": "evaluation", "eval_sampler": "evaluation",
-    "average_gradients": "gradients", "global_weights": "gradients", "mean_over_ranks": "gradients",
-    "replicas": "outputs", "save_policy": "outputs",
-    "HeldWeights": "fsdp", "full_weights": "fsdp", "shard_modules": "fsdp", "sharded": "fsdp",
-    "Shard": "rollout", "sharded_round": "rollout", "take": "rollout",
+    "EvalTally": "evaluation",
+    "eval_sampler": "evaluation",
+    "average_gradients": "gradients",
+    "global_weights": "gradients",
+    "mean_over_ranks": "gradients",
+    "replicas": "outputs",
+    "save_policy": "outputs",
+    "HeldWeights": "fsdp",
+    "full_weights": "fsdp",
+    "shard_modules": "fsdp",
+    "sharded": "fsdp",
+    "Shard": "rollout",
+    "sharded_round": "rollout",
+    "take": "rollout",
     "World": "world",
-    "env_is_rank_zero": "env", "quiet_other_ranks": "env",
+    "env_is_rank_zero": "env",
+    "quiet_other_ranks": "env",
 }
 __all__ = list(_WHERE)
 

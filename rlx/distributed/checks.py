@@ -51,15 +51,19 @@ def check_world(world_size: int, strategy: str, algo, advantage, val_rows: int) 
         raise ConfigError(
             f"trainer.strategy={strategy} over {world_size} processes: rlx synchronises gradients, rollouts and "
             "evaluation only under its own strategies: use trainer=ddp or trainer=fsdp, e.g. "
-            f"`python -m rlx trainer=ddp trainer.devices={world_size}`")
+            f"`python -m rlx trainer=ddp trainer.devices={world_size}`"
+        )
     if algo.prompts_per_step < world_size:
         raise ConfigError(
             f"algo.prompts_per_step={algo.prompts_per_step} is the global batch, shared by {world_size} ranks, so "
             f"some rank would generate nothing: set algo.prompts_per_step >= {world_size} (a multiple of it keeps the "
-            "ranks' shares equal)")
+            "ranks' shares equal)"
+        )
     if val_rows < world_size:
-        raise ConfigError(f"the held-out split has {val_rows} rows for {world_size} ranks: every rank needs at "
-                          f"least one; raise data.val_size to >= {world_size}")
+        raise ConfigError(
+            f"the held-out split has {val_rows} rows for {world_size} ranks: every rank needs at "
+            f"least one; raise data.val_size to >= {world_size}"
+        )
     if strategy == STRATEGIES[1]:
         from rlx.distributed.fsdp import check_fsdp
 
@@ -69,7 +73,8 @@ def check_world(world_size: int, strategy: str, algo, advantage, val_rows: int) 
             f"advantage={type(advantage).__name__} keeps state across steps ({sorted(advantage.state_dict())}), "
             f"which each of the {world_size} ranks would update from its own share of the batch, so the ranks "
             "would drift apart and a checkpoint (rank 0's) would resume the others wrongly. Use a group "
-            "estimator (advantage=group_norm, group_mean or rloo) or run on one process")
+            "estimator (advantage=group_norm, group_mean or rloo) or run on one process"
+        )
 
 
 def check_launcher(launcher_cfg, trainer_cfg) -> None:
@@ -83,13 +88,18 @@ def check_launcher(launcher_cfg, trainer_cfg) -> None:
     if devices is not None and tasks != devices:
         raise ConfigError(
             f"hydra.launcher.tasks_per_node={tasks} but trainer.devices={trainer_cfg.get('devices')}: under SLURM "
-            "each task is one rank, so set hydra.launcher.tasks_per_node (and gpus_per_node) to trainer.devices")
+            "each task is one rank, so set hydra.launcher.tasks_per_node (and gpus_per_node) to trainer.devices"
+        )
     if nodes != int(trainer_cfg.get("num_nodes") or 1):
-        raise ConfigError(f"hydra.launcher.nodes={nodes} but trainer.num_nodes={trainer_cfg.get('num_nodes')}: set "
-                          "both to the number of machines of the job")
+        raise ConfigError(
+            f"hydra.launcher.nodes={nodes} but trainer.num_nodes={trainer_cfg.get('num_nodes')}: set "
+            "both to the number of machines of the job"
+        )
     if world and world > 1 and strategy_target(trainer_cfg) not in STRATEGIES:
-        raise ConfigError(f"{world} SLURM tasks need trainer=ddp or trainer=fsdp (got trainer.strategy="
-                          f"{strategy_target(trainer_cfg)})")
+        raise ConfigError(
+            f"{world} SLURM tasks need trainer=ddp or trainer=fsdp (got trainer.strategy="
+            f"{strategy_target(trainer_cfg)})"
+        )
 
 
 def check_config(cfg: DictConfig, algo, advantage, task) -> None:
@@ -109,7 +119,8 @@ def check_spawn(world_size: int, external: bool) -> None:
             f"a multirun (-m) with {world_size} processes per run on one machine: Lightning starts the other ranks by "
             "re-running the command line, which would rerun the whole sweep in every rank. Run each configuration "
             "as its own command, or launch the sweep with hydra/launcher=slurm (each SLURM task one rank: "
-            "hydra.launcher.tasks_per_node=trainer.devices)")
+            "hydra.launcher.tasks_per_node=trainer.devices)"
+        )
 
 
 def launched_externally() -> bool:
@@ -138,8 +149,13 @@ def check_trainer(trainer, algo, advantage, task) -> None:
     world = trainer.world_size
     if world <= 1:
         return
-    check_world(world, f"{type(trainer.strategy).__module__}.{type(trainer.strategy).__qualname__}", algo, advantage,
-                len(task.val))
+    check_world(
+        world,
+        f"{type(trainer.strategy).__module__}.{type(trainer.strategy).__qualname__}",
+        algo,
+        advantage,
+        len(task.val),
+    )
     check_spawn(world, trainer.strategy.cluster_environment.creates_processes_externally)
     rows = (algo.prompts_per_step // world) * algo.group_size
     if rows < algo.minibatches:
@@ -147,8 +163,16 @@ def check_trainer(trainer, algo, advantage, task) -> None:
             "with %d ranks a rank trains on %d of the algo.prompts_per_step=%d prompts × algo.group_size=%d = %d "
             "completions, fewer than algo.minibatches=%d (every rank makes each optimiser step): every rank will train "
             "on the whole batch, %d× the update's compute. Raise algo.prompts_per_step to >= %d or lower "
-            "algo.minibatches", world, algo.prompts_per_step // world, algo.prompts_per_step, algo.group_size, rows,
-            algo.minibatches, world, world * -(-algo.minibatches // algo.group_size))
+            "algo.minibatches",
+            world,
+            algo.prompts_per_step // world,
+            algo.prompts_per_step,
+            algo.group_size,
+            rows,
+            algo.minibatches,
+            world,
+            world * -(-algo.minibatches // algo.group_size),
+        )
 
 
 def multirun() -> bool:

@@ -37,8 +37,12 @@ class FullyShardedDataParallel(ModelParallelStrategy):
 
     def __init__(self, process_group_backend: str | None = None) -> None:
         # one data-parallel dimension over every process, no tensor parallelism; checkpoints as one full file
-        super().__init__(data_parallel_size="auto", tensor_parallel_size=1, save_distributed_checkpoint=False,
-                         process_group_backend=process_group_backend)
+        super().__init__(
+            data_parallel_size="auto",
+            tensor_parallel_size=1,
+            save_distributed_checkpoint=False,
+            process_group_backend=process_group_backend,
+        )
 
     def setup_environment(self) -> None:
         self._data_parallel_size = self.num_nodes * self.num_processes  # FSDP over every rank
@@ -64,8 +68,10 @@ def shard_modules(lightning_module) -> None:
     mesh = lightning_module.device_mesh["data_parallel"]
     blocks = set(getattr(lightning_module.policy, "_no_split_modules", None) or [])
     if not blocks:
-        raise ConfigError(f"trainer=fsdp shards a model by its transformer blocks, but {type(lightning_module.policy).__name__} "
-                          "names none (transformers' _no_split_modules): use trainer=ddp for this model")
+        raise ConfigError(
+            f"trainer=fsdp shards a model by its transformer blocks, but {type(lightning_module.policy).__name__} "
+            "names none (transformers' _no_split_modules): use trainer=ddp for this model"
+        )
     for model in (lightning_module.policy, lightning_module.critic):
         if model is None or sharded(model):
             continue
@@ -127,9 +133,11 @@ def check_fsdp(world_size: int, algo) -> None:
         raise ConfigError(
             f"trainer=fsdp: algo.prompts_per_step={algo.prompts_per_step} must be a multiple of the {world_size} ranks. "
             "Sharded forwards and backwards need every rank to train on as many completions as the others (each "
-            f"runs the same micro-batches); set algo.prompts_per_step={world_size * -(-algo.prompts_per_step // world_size)}")
+            f"runs the same micro-batches); set algo.prompts_per_step={world_size * -(-algo.prompts_per_step // world_size)}"
+        )
     if algo.micro_batch_tokens is not None:
         raise ConfigError(
             f"trainer=fsdp: algo.micro_batch_tokens={algo.micro_batch_tokens} packs each rank's completions into a "
             "number of micro-batches that depends on their lengths, but sharded backwards need every rank to run "
-            "the same number. Use algo.micro_batch_size (sequences per micro-batch) instead, or trainer=ddp")
+            "the same number. Use algo.micro_batch_size (sequences per micro-batch) instead, or trainer=ddp"
+        )

@@ -88,8 +88,11 @@ def buckets(params: list[torch.nn.Parameter]) -> list[list[torch.nn.Parameter]]:
     for p in params:
         nbytes = p.grad.numel() * p.grad.element_size()
         last = out[-1] if out else None
-        if last is None or size + nbytes > BUCKET_BYTES or (last[0].grad.dtype, last[0].grad.device) != (
-                p.grad.dtype, p.grad.device):
+        if (
+            last is None
+            or size + nbytes > BUCKET_BYTES
+            or (last[0].grad.dtype, last[0].grad.device) != (p.grad.dtype, p.grad.device)
+        ):
             out.append([p])
             size = nbytes
         else:

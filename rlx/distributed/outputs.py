@@ -37,7 +37,6 @@ def replicas(world: World, model: torch.nn.Module) -> dict:
     return {"world_size": world.size, "weights_in_sync": len(set(digests)) == 1, "weights_fingerprint": digests}
 
 
-
 def save_policy(world: World, policy, tokenizer, directory: Path) -> None:
     """`save_pretrained` of the policy and tokenizer by rank 0; a sharded (trainer=fsdp) policy is gathered
     first, on every rank."""

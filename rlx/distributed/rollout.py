@@ -138,8 +138,10 @@ def sharded_round(world: World, generate_round: Callable[[list[int]], object], i
     parts = world.gather((list(indices), local))
     for rank, (drawn, _) in enumerate(parts):
         if drawn != list(indices):
-            raise RanksOutOfStep(f"rank {rank} drew prompts {drawn[:8]}... where rank {world.rank} drew "
-                                 f"{list(indices)[:8]}...: the ranks' curriculum samplers are out of step")
+            raise RanksOutOfStep(
+                f"rank {rank} drew prompts {drawn[:8]}... where rank {world.rank} drew "
+                f"{list(indices)[:8]}...: the ranks' curriculum samplers are out of step"
+            )
     batches = [b for _, b in parts if b is not None]
     joined = join(batches, pad_id)
     return batch_to(joined, device if device is not None else default_device())
@@ -189,12 +191,21 @@ def take(world: World, batch, pad_id: int, min_rows: int = 1, equal: bool = Fals
         return Shard(batch, world, shared=False, pad_id=pad_id)
     rows_per_group = len(batch.group_index) // max(k, 1)
     if (k // world.size) * rows_per_group < min_rows:
-        log.warning("the step kept %d groups, too few to give each of %d ranks %d completions: every rank trains "
-                    "on all of them", k, world.size, min_rows)
+        log.warning(
+            "the step kept %d groups, too few to give each of %d ranks %d completions: every rank trains "
+            "on all of them",
+            k,
+            world.size,
+            min_rows,
+        )
         return Shard(batch, world, shared=True, pad_id=pad_id)
     if equal and k % world.size:
-        log.info("dropping the last %d of the step's %d groups so that each of %d ranks trains on as many",
-                 k % world.size, k, world.size)
+        log.info(
+            "dropping the last %d of the step's %d groups so that each of %d ranks trains on as many",
+            k % world.size,
+            k,
+            world.size,
+        )
         k -= k % world.size
     groups = world.share(k)
     rows = torch.nonzero((batch.group_index >= groups.start) & (batch.group_index < groups.stop)).squeeze(-1)

@@ -22,8 +22,11 @@ def main(argv: list[str]) -> int:
         return 0 if dirs else 2
     for path in dirs:
         if not is_sweep_dir(path) and not is_run_dir(path):
-            print(f"rlx.report: {path} is neither a sweep directory (<n>/.hydra/overrides.yaml) nor a run directory "
-                  "(summary.json or metrics.csv)", file=sys.stderr)
+            print(
+                f"rlx.report: {path} is neither a sweep directory (<n>/.hydra/overrides.yaml) nor a run directory "
+                "(summary.json or metrics.csv)",
+                file=sys.stderr,
+            )
             return 1
         print(write_report(path))
         if wandb and is_sweep_dir(path):

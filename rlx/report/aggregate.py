@@ -90,7 +90,13 @@ def leader(configs: list[Config], score) -> Leader:
     spread = max(best_std, second_std)
     name, other = configs[i].label(), configs[j].label()
     if lead > spread:
-        return Leader(i, f"best: `{name}`, ahead of `{other}` by {lead:.3f}, more than the seed-to-seed spread "
-                         f"({spread:.3f}, the larger std of the two)")
-    return Leader(None, f"no configuration is marked best: `{name}` leads `{other}` by {lead:.3f}, within the "
-                        f"seed-to-seed spread ({spread:.3f}, the larger std of the two)")
+        return Leader(
+            i,
+            f"best: `{name}`, ahead of `{other}` by {lead:.3f}, more than the seed-to-seed spread "
+            f"({spread:.3f}, the larger std of the two)",
+        )
+    return Leader(
+        None,
+        f"no configuration is marked best: `{name}` leads `{other}` by {lead:.3f}, within the "
+        f"seed-to-seed spread ({spread:.3f}, the larger std of the two)",
+    )

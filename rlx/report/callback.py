@@ -72,9 +72,9 @@ def _write_json(path: Path, doc: dict) -> None:
 
 class SweepReport(Callback):
     """Args:
-        wandb_report: also build a W&B Report of the sweep's group when its runs were logged online.
-        fail_on_failed_jobs: with a sweeper that tolerates failures (optuna's `max_failure_rate`), still exit
-            non-zero after the report when a job failed.
+    wandb_report: also build a W&B Report of the sweep's group when its runs were logged online.
+    fail_on_failed_jobs: with a sweeper that tolerates failures (optuna's `max_failure_rate`), still exit
+        non-zero after the report when a job failed.
     """
 
     def __init__(self, wandb_report: bool = True, fail_on_failed_jobs: bool = False) -> None:
@@ -89,12 +89,15 @@ class SweepReport(Callback):
         from rlx.report.runs import SWEEP_FILE, sweep_name
 
         sweep_dir = _sweep_dir(config)
-        _write_json(sweep_dir / SWEEP_FILE, {
-            "name": sweep_name(sweep_dir),
-            "swept": swept_keys(config),
-            "command": shlex.join(["python", "-m", "rlx", *sys.argv[1:]]),
-            "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-        })
+        _write_json(
+            sweep_dir / SWEEP_FILE,
+            {
+                "name": sweep_name(sweep_dir),
+                "swept": swept_keys(config),
+                "command": shlex.join(["python", "-m", "rlx", *sys.argv[1:]]),
+                "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+            },
+        )
         self._config, self._done = config, False
         atexit.register(self._report_at_exit)
 
@@ -136,8 +139,9 @@ class SweepReport(Callback):
         if not env_is_rank_zero():  # a run over several processes (trainer=ddp): rank 0 speaks for the job
             return
         self._job_cpu = time.process_time()  # this process's CPU seconds (every thread) before the job
-        _write_json(_job_dir(config) / "status.json", {"status": "running",
-                                                       "started": time.strftime("%Y-%m-%d %H:%M:%S")})
+        _write_json(
+            _job_dir(config) / "status.json", {"status": "running", "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+        )
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
         if not env_is_rank_zero():
@@ -145,9 +149,11 @@ class SweepReport(Callback):
         failed = job_return.status == JobStatus.FAILED
         # cpu_s: the job's CPU time, what its wall time would be on one idle core (a shared machine inflates
         # wall times, not CPU times, much); a sweep's budget on k idle cores is about Σ cpu_s / k.
-        doc: dict = {"status": "failed" if failed else "completed",
-                     "ended": time.strftime("%Y-%m-%d %H:%M:%S"),
-                     "cpu_s": round(time.process_time() - self._job_cpu, 1)}
+        doc: dict = {
+            "status": "failed" if failed else "completed",
+            "ended": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "cpu_s": round(time.process_time() - self._job_cpu, 1),
+        }
         if failed:
             err = job_return._return_value  # .return_value would re-raise it
             doc["error"] = f"{type(err).__name__}: {err}"

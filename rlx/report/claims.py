@@ -25,9 +25,11 @@ from rlx.report.runs import Run, tail_mean
 
 VARIANT_KEY = "sweeps/claims"  # the sweep's override `+sweeps/claims=<variant>`
 ALGOS = ["ppo", "grpo", "dr_grpo", "dapo", "reinforce"]
-RULE = ("For each seed, d is the measured difference in the claim's direction (or whether a ratio lies in the "
-        "claim's range). **holds**: every seed's d exceeds the tolerance τ; **does not hold**: no seed's does; "
-        "**inconclusive**: the seeds disagree, or fewer than two seeds have the runs the claim needs.")
+RULE = (
+    "For each seed, d is the measured difference in the claim's direction (or whether a ratio lies in the "
+    "claim's range). **holds**: every seed's d exceeds the tolerance τ; **does not hold**: no seed's does; "
+    "**inconclusive**: the seeds disagree, or fewer than two seeds have the runs the claim needs."
+)
 
 
 @dataclass
@@ -60,8 +62,9 @@ class Seeds:
         return [(s, [self.runs[v][s] for v in variants]) for s in sorted(seeds, key=str)]
 
     def names(self, *variants: str) -> str:
-        return ", ".join(f"{v}: {' '.join(r.job_dir.name for _, r in sorted(self.runs.get(v, {}).items()))}"
-                         for v in variants)
+        return ", ".join(
+            f"{v}: {' '.join(r.job_dir.name for _, r in sorted(self.runs.get(v, {}).items()))}" for v in variants
+        )
 
 
 def verdict(ds: list[bool | None]) -> str:
@@ -98,9 +101,14 @@ def beats_imitation(s: Seeds) -> list[Row]:
     for algo in ALGOS:
         pairs = [(r.held_out("before"), r.held_out("after")) for _, [r] in s.paired(algo)]
         ds = [a - b > tol if _both([a, b]) else None for b, a in pairs]
-        rows.append(Row(f"(a) {algo} beats the SFT imitation ceiling on held-out data (τ = {tol})",
-                        f"held-out acc {fmt_mean_std(b for b, _ in pairs)} → {fmt_mean_std(a for _, a in pairs)}",
-                        s.names(algo), verdict(ds)))
+        rows.append(
+            Row(
+                f"(a) {algo} beats the SFT imitation ceiling on held-out data (τ = {tol})",
+                f"held-out acc {fmt_mean_std(b for b, _ in pairs)} → {fmt_mean_std(a for _, a in pairs)}",
+                s.names(algo),
+                verdict(ds),
+            )
+        )
     return rows
 
 
@@ -116,8 +124,10 @@ def ranking(s: Seeds) -> str:
     stats.sort(reverse=True)
     gap, spread = stats[0][0] - stats[-1][0], max(sd for _, sd, _ in stats)
     order = " > ".join(f"{a} {m:.3f} ± {sd:.3f}" for m, sd, a in stats)
-    return (f"Held-out accuracy after RL: {order}. The gap between the best and the worst ({gap:.3f}) "
-            f"{'exceeds' if gap > spread else 'does not exceed'} the largest seed-to-seed std ({spread:.3f}).")
+    return (
+        f"Held-out accuracy after RL: {order}. The gap between the best and the worst ({gap:.3f}) "
+        f"{'exceeds' if gap > spread else 'does not exceed'} the largest seed-to-seed std ({spread:.3f})."
+    )
 
 
 def zero_variance(s: Seeds) -> list[Row]:
@@ -127,24 +137,43 @@ def zero_variance(s: Seeds) -> list[Row]:
     band = [r.mean("reward/zero_std_frac") for _, [_, r] in pairs]
     seen = [r.metrics["curriculum/seen_frac"][-1][1] for _, [_, r] in pairs if r.metrics.get("curriculum/seen_frac")]
     ds = [u - b > tol if _both([u, b]) else None for u, b in zip(uni, band)]
-    rows = [Row(f"(b) learnable_band lowers the share of generated zero-variance groups (τ = {tol})",
-                f"share of generated groups with equal rewards: uniform {fmt_mean_std(uni)}, learnable_band "
-                f"{fmt_mean_std(band)}", s.names("grpo", "grpo_band"), verdict(ds),
-                f"By the last step the band had a pass-rate estimate for {fmt_mean_std(seen, 2)} of the training "
-                "prompts (unseen ones carry its prior, inside the band)." if seen else "")]
+    rows = [
+        Row(
+            f"(b) learnable_band lowers the share of generated zero-variance groups (τ = {tol})",
+            f"share of generated groups with equal rewards: uniform {fmt_mean_std(uni)}, learnable_band "
+            f"{fmt_mean_std(band)}",
+            s.names("grpo", "grpo_band"),
+            verdict(ds),
+            f"By the last step the band had a pass-rate estimate for {fmt_mean_std(seen, 2)} of the training "
+            "prompts (unseen ones carry its prior, inside the band)."
+            if seen
+            else "",
+        )
+    ]
     pairs = s.paired("grpo", "grpo_dynamic")
     trained = [r.mean("reward/zero_std_frac_batch") for _, [_, r] in pairs]
     worst = [max((v for _, v in r.metrics.get("reward/zero_std_frac_batch", [])), default=None) for _, [_, r] in pairs]
-    cost = [(d.total("curriculum/groups") or 0) / u.total("curriculum/groups")
-            for _, [u, d] in pairs if u.total("curriculum/groups")]
-    seconds = [(d.total("rollout/seconds") or 0) / u.total("rollout/seconds")
-               for _, [u, d] in pairs if u.total("rollout/seconds")]
+    cost = [
+        (d.total("curriculum/groups") or 0) / u.total("curriculum/groups")
+        for _, [u, d] in pairs
+        if u.total("curriculum/groups")
+    ]
+    seconds = [
+        (d.total("rollout/seconds") or 0) / u.total("rollout/seconds")
+        for _, [u, d] in pairs
+        if u.total("rollout/seconds")
+    ]
     ds = [w == 0 if w is not None else None for w in worst]
-    rows.append(Row("(b) dynamic sampling trains on no zero-variance group (τ: exactly none, in every step)",
-                    f"share of trained-on groups with equal rewards: {fmt_mean_std(trained)} (worst step "
-                    f"{fmt_mean_std(worst)}); cost: {fmt_mean_std(cost, 2)}× the groups generated and "
-                    f"{fmt_mean_std(seconds, 2)}× the generation time of uniform sampling",
-                    s.names("grpo", "grpo_dynamic"), verdict(ds)))
+    rows.append(
+        Row(
+            "(b) dynamic sampling trains on no zero-variance group (τ: exactly none, in every step)",
+            f"share of trained-on groups with equal rewards: {fmt_mean_std(trained)} (worst step "
+            f"{fmt_mean_std(worst)}); cost: {fmt_mean_std(cost, 2)}× the groups generated and "
+            f"{fmt_mean_std(seconds, 2)}× the generation time of uniform sampling",
+            s.names("grpo", "grpo_dynamic"),
+            verdict(ds),
+        )
+    )
     return rows
 
 
@@ -154,31 +183,51 @@ def length_bias(s: Seeds) -> list[Row]:
     g = [growth(r, "rollout/length_fail") for _, [r, _] in pairs]
     d = [growth(r, "rollout/length_fail") for _, [_, r] in pairs]
     ds = [a - b > tol if _both([a, b]) else None for a, b in zip(g, d)]
-    return [Row(f"(c) Dr. GRPO grows the length of wrong answers less than GRPO (τ = {tol} tokens)",
-                f"growth of the mean length of failed completions, first → last 10% of steps: GRPO "
-                f"{fmt_mean_std(g, 2, signed=True)}, Dr. GRPO {fmt_mean_std(d, 2, signed=True)} tokens",
-                s.names("grpo", "dr_grpo"), verdict(ds))]
+    return [
+        Row(
+            f"(c) Dr. GRPO grows the length of wrong answers less than GRPO (τ = {tol} tokens)",
+            f"growth of the mean length of failed completions, first → last 10% of steps: GRPO "
+            f"{fmt_mean_std(g, 2, signed=True)}, Dr. GRPO {fmt_mean_std(d, 2, signed=True)} tokens",
+            s.names("grpo", "dr_grpo"),
+            verdict(ds),
+        )
+    ]
 
 
 def critic_memory(s: Seeds) -> list[Row]:
     lo, hi = 1.5, 2.5
     pairs = s.paired("ppo", "reinforce")
-    state = [p.footprint["state_bytes"]["total"] / r.footprint["state_bytes"]["total"]
-             for _, [p, r] in pairs if p.footprint and r.footprint]
-    peak = [p.summary["peak_rss_mb"] / r.summary["peak_rss_mb"] for _, [p, r] in pairs
-            if p.summary.get("peak_rss_mb") and r.summary.get("peak_rss_mb")]
+    state = [
+        p.footprint["state_bytes"]["total"] / r.footprint["state_bytes"]["total"]
+        for _, [p, r] in pairs
+        if p.footprint and r.footprint
+    ]
+    peak = [
+        p.summary["peak_rss_mb"] / r.summary["peak_rss_mb"]
+        for _, [p, r] in pairs
+        if p.summary.get("peak_rss_mb") and r.summary.get("peak_rss_mb")
+    ]
     mb = [p.footprint["state_bytes"]["total"] / 2**20 for _, [p, _] in pairs if p.footprint]
     mb_r = [r.footprint["state_bytes"]["total"] / 2**20 for _, [_, r] in pairs if r.footprint]
     runs = s.names("ppo", "reinforce")
-    return [Row(f"(d) PPO's critic roughly doubles the training-state bytes (τ: ratio in [{lo}, {hi}])",
-                f"weights + gradients + optimiser state: PPO {fmt_mean_std(mb, 1)} MB vs REINFORCE (no critic, no "
-                f"reference) {fmt_mean_std(mb_r, 1)} MB: {fmt_mean_std(state, 2)}×", runs,
-                verdict([lo <= x <= hi for x in state])),
-            Row(f"(d) PPO's critic roughly doubles peak memory (τ: ratio in [{lo}, {hi}])",
-                f"peak memory (summary.json peak_rss_mb): PPO / REINFORCE = {fmt_mean_std(peak, 2)}×", runs,
-                verdict([lo <= x <= hi for x in peak]),
-                "On a CPU this is the process's peak resident memory, mostly torch itself at this model size."
-                if peak else "")]
+    return [
+        Row(
+            f"(d) PPO's critic roughly doubles the training-state bytes (τ: ratio in [{lo}, {hi}])",
+            f"weights + gradients + optimiser state: PPO {fmt_mean_std(mb, 1)} MB vs REINFORCE (no critic, no "
+            f"reference) {fmt_mean_std(mb_r, 1)} MB: {fmt_mean_std(state, 2)}×",
+            runs,
+            verdict([lo <= x <= hi for x in state]),
+        ),
+        Row(
+            f"(d) PPO's critic roughly doubles peak memory (τ: ratio in [{lo}, {hi}])",
+            f"peak memory (summary.json peak_rss_mb): PPO / REINFORCE = {fmt_mean_std(peak, 2)}×",
+            runs,
+            verdict([lo <= x <= hi for x in peak]),
+            "On a CPU this is the process's peak resident memory, mostly torch itself at this model size."
+            if peak
+            else "",
+        ),
+    ]
 
 
 def kl_to_reference(s: Seeds, measure: Callable[[Path], float | None]) -> list[Row]:
@@ -196,13 +245,18 @@ def kl_to_reference(s: Seeds, measure: Callable[[Path], float | None]) -> list[R
             ds.append(None)  # not at comparable reward: this seed cannot decide the claim
         else:
             ds.append(k0 - kb > 0.1 * max(k0, 1e-9))
-    return [Row(f"(e) β > 0 keeps the KL to the reference lower than β = 0 at comparable reward (τ: 10% lower, "
-                f"held-out accuracies within {comparable})",
-                f"KL(π_final ‖ π_start), nats per completion: β = 0.04 {fmt_mean_std(kl_b)}, β = 0 "
-                f"{fmt_mean_std(kl_0)}; held-out acc {fmt_mean_std(acc_b)} vs {fmt_mean_std(acc_0)}",
-                s.names("grpo", "grpo_beta0"), verdict(ds),
-                "Measured after training on 256 held-out prompts, completions sampled from the final policy "
-                "(rlx.report.kl), the same way for both.")]
+    return [
+        Row(
+            f"(e) β > 0 keeps the KL to the reference lower than β = 0 at comparable reward (τ: 10% lower, "
+            f"held-out accuracies within {comparable})",
+            f"KL(π_final ‖ π_start), nats per completion: β = 0.04 {fmt_mean_std(kl_b)}, β = 0 "
+            f"{fmt_mean_std(kl_0)}; held-out acc {fmt_mean_std(acc_b)} vs {fmt_mean_std(acc_0)}",
+            s.names("grpo", "grpo_beta0"),
+            verdict(ds),
+            "Measured after training on 256 held-out prompts, completions sampled from the final policy "
+            "(rlx.report.kl), the same way for both.",
+        )
+    ]
 
 
 def clip_range(s: Seeds) -> list[Row]:
@@ -213,11 +267,16 @@ def clip_range(s: Seeds) -> list[Row]:
     names = f"ε = {eps[0][0]}" if eps else "small ε", f"ε = {eps[0][1]}" if eps else "large ε"
     ds = [(lg - sm) > 0.05 * max(lg, 1e-12) if _both([sm, lg]) else None for sm, lg in zip(small, large)]
     still = all(v == 0 for v in small + large if v is not None) and any(v is not None for v in small + large)
-    return [Row("(f) a small ε keeps the per-step approx-KL to the sampling policy below a large ε's (τ: 5% lower)",
-                f"loss/approx_kl, mean over steps: {names[0]} {fmt_mean_std(small, 5)}, {names[1]} "
-                f"{fmt_mean_std(large, 5)}",
-                s.names("grpo_eps_small", "grpo"), verdict(ds),
-                "The ratio never left 1 (one optimiser step per batch): no clip range could act." if still else "")]
+    return [
+        Row(
+            "(f) a small ε keeps the per-step approx-KL to the sampling policy below a large ε's (τ: 5% lower)",
+            f"loss/approx_kl, mean over steps: {names[0]} {fmt_mean_std(small, 5)}, {names[1]} "
+            f"{fmt_mean_std(large, 5)}",
+            s.names("grpo_eps_small", "grpo"),
+            verdict(ds),
+            "The ratio never left 1 (one optimiser step per batch): no clip range could act." if still else "",
+        )
+    ]
 
 
 def evaluate(runs: list[Run], measure_kl: Callable[[Path], float | None] | None = None) -> tuple[list[Row], str]:
@@ -225,8 +284,14 @@ def evaluate(runs: list[Run], measure_kl: Callable[[Path], float | None] | None 
     if measure_kl is None:
         from rlx.report.kl import kl_to_start as measure_kl
     s = Seeds.of(runs)
-    rows = [*beats_imitation(s), *zero_variance(s), *length_bias(s), *critic_memory(s),
-            *kl_to_reference(s, measure_kl), *clip_range(s)]
+    rows = [
+        *beats_imitation(s),
+        *zero_variance(s),
+        *length_bias(s),
+        *critic_memory(s),
+        *kl_to_reference(s, measure_kl),
+        *clip_range(s),
+    ]
     return rows, ranking(s)
 
 
@@ -243,12 +308,21 @@ def makespan(seconds: list[float], workers: int) -> float:
 def markdown(rows: list[Row], ranking_line: str, info: dict, runs: list[Run]) -> str:
     wall = sum(r.summary.get("wall_s") or 0 for r in runs)
     cpu = [r.cpu_s for r in runs if r.cpu_s is not None]
-    budget = (f"; {sum(cpu) / 60:.1f} CPU-minutes: about {makespan(cpu, 2) / 60:.0f} min on 2 idle cores, two "
-              "one-thread jobs at a time" if len(cpu) == len(runs) else "")
-    lines = ["# The seed's claims", "", f"Command: `{info.get('command', 'python -m rlx +sweeps=seed_claims')}`",
-             f"(started {info.get('started', '?')}; {len(runs)} runs, {wall / 60:.1f} min of run time in all{budget})",
-             "",
-             "| claim | measured (mean ± std over seeds) | runs | verdict |", "|---|---|---|---|"]
+    budget = (
+        f"; {sum(cpu) / 60:.1f} CPU-minutes: about {makespan(cpu, 2) / 60:.0f} min on 2 idle cores, two "
+        "one-thread jobs at a time"
+        if len(cpu) == len(runs)
+        else ""
+    )
+    lines = [
+        "# The seed's claims",
+        "",
+        f"Command: `{info.get('command', 'python -m rlx +sweeps=seed_claims')}`",
+        f"(started {info.get('started', '?')}; {len(runs)} runs, {wall / 60:.1f} min of run time in all{budget})",
+        "",
+        "| claim | measured (mean ± std over seeds) | runs | verdict |",
+        "|---|---|---|---|",
+    ]
     for r in rows:
         cells = [r.claim, r.measured + (f" — {r.note}" if r.note else ""), r.runs, f"**{r.verdict}**"]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")

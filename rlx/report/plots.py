@@ -17,19 +17,35 @@ CURVES = [
 ]
 # A single run has room for more lines per panel.
 RUN_CURVES = [
-    ("reward.png", "reward", [("reward/mean", "reward/mean", "-"), ("val/accuracy", "held-out accuracy (greedy)", "-")]),
-    ("kl.png", "KL", [("loss/kl", "to the reference (loss/kl)", "-"),
-                      ("loss/approx_kl", "to the sampling policy (loss/approx_kl)", "--")]),
-    ("length.png", "response length (tokens)", [("rollout/length_mean", "all", "-"),
-                                                ("rollout/length_pass", "passed", "--"),
-                                                ("rollout/length_fail", "failed", ":")]),
+    (
+        "reward.png",
+        "reward",
+        [("reward/mean", "reward/mean", "-"), ("val/accuracy", "held-out accuracy (greedy)", "-")],
+    ),
+    (
+        "kl.png",
+        "KL",
+        [
+            ("loss/kl", "to the reference (loss/kl)", "-"),
+            ("loss/approx_kl", "to the sampling policy (loss/approx_kl)", "--"),
+        ],
+    ),
+    (
+        "length.png",
+        "response length (tokens)",
+        [
+            ("rollout/length_mean", "all", "-"),
+            ("rollout/length_pass", "passed", "--"),
+            ("rollout/length_fail", "failed", ":"),
+        ],
+    ),
 ]
 
 
 def smooth(values: list[float]) -> list[float]:
     """Trailing moving average over a tenth of the curve (at least 2 points): the trend of a noisy RL curve."""
     k = max(2, len(values) // 10)
-    return [statistics.fmean(values[max(0, j - k + 1): j + 1]) for j in range(len(values))]
+    return [statistics.fmean(values[max(0, j - k + 1) : j + 1]) for j in range(len(values))]
 
 
 def _pyplot():
@@ -59,8 +75,16 @@ def _line(ax, points, label, style, color) -> None:
         ax.plot(steps, values, style, color=color, alpha=0.25, linewidth=0.8)
         ax.plot(steps, smooth(list(values)), style, color=color, label=label, linewidth=1.6)
     else:
-        ax.plot(steps, values, style, color=color, label=label, linewidth=1.6,
-                marker="o" if len(values) < 10 else None, markersize=3)
+        ax.plot(
+            steps,
+            values,
+            style,
+            color=color,
+            label=label,
+            linewidth=1.6,
+            marker="o" if len(values) < 10 else None,
+            markersize=3,
+        )
 
 
 def _finish(fig, ax, drawn: int, metric: str, path: Path) -> None:
@@ -111,8 +135,11 @@ def plot_sweep(sweep_dir: Path, runs: list[Run], labels: list[str]) -> list[str]
 
 def band(runs: list[Run], metric: str) -> tuple[list[int], list[float], list[float]]:
     """Steps every run logged, the mean of the runs' smoothed curves there, and their std (0 for one run)."""
-    curves = [dict(zip((p[0] for p in r.metrics[metric]), smooth([p[1] for p in r.metrics[metric]])))
-              for r in runs if r.metrics.get(metric)]
+    curves = [
+        dict(zip((p[0] for p in r.metrics[metric]), smooth([p[1] for p in r.metrics[metric]])))
+        for r in runs
+        if r.metrics.get(metric)
+    ]
     if not curves:
         return [], [], []
     steps = sorted(set.intersection(*(set(c) for c in curves)))
@@ -136,8 +163,14 @@ def plot_configs(sweep_dir: Path, configs: list[Config]) -> list[str]:
             color = colors(i % colors.N)
             n = sum(1 for r in config.runs if r.metrics.get(metric))
             ax.plot(steps, means, "-", color=color, linewidth=1.6, label=f"{config.label()} ({n} seeds)")
-            ax.fill_between(steps, [m - s for m, s in zip(means, stds)], [m + s for m, s in zip(means, stds)],
-                            color=color, alpha=0.2, linewidth=0)
+            ax.fill_between(
+                steps,
+                [m - s for m, s in zip(means, stds)],
+                [m + s for m, s in zip(means, stds)],
+                color=color,
+                alpha=0.2,
+                linewidth=0,
+            )
             drawn += 1
         _finish(fig, ax, drawn, metric, sweep_dir / filename)
         plt.close(fig)

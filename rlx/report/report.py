@@ -23,8 +23,10 @@ from pathlib import Path
 from rlx.report.aggregate import fmt_mean_std, group_by_config, leader, seeds_swept
 from rlx.report.runs import Run, differing_keys, load_sweep, sweep_name
 
-FOOTNOTE = ("Final = mean of the last 10% of logged steps in each run's metrics.csv; held-out accuracy before/after "
-            "RL from its summary.json (greedy decoding on the validation split).")
+FOOTNOTE = (
+    "Final = mean of the last 10% of logged steps in each run's metrics.csv; held-out accuracy before/after "
+    "RL from its summary.json (greedy decoding on the validation split)."
+)
 
 
 def _fmt(x: float | None, digits: int = 3, signed: bool = False) -> str:
@@ -53,21 +55,23 @@ def rows(runs: list[Run], keys: list[str]) -> list[dict]:
     for run in runs:
         m = run.override_map
         before, after = run.held_out("before"), run.held_out("after")
-        out.append({
-            "run": run.job_dir.name,
-            **{k: m.get(k, "") for k in keys},
-            "status": run.status,
-            "reward": run.final("reward/mean"),
-            "acc_before": before,
-            "acc_after": after,
-            "acc_delta": None if before is None or after is None else after - before,
-            "kl": run.final("loss/kl"),
-            "length": run.final("rollout/length_mean"),
-            "steps": run.summary.get("steps"),
-            "wall_s": run.summary.get("wall_s"),
-            "inert": " ".join(k for k in keys if k in run.inert),
-            "error": run.error or "",
-        })
+        out.append(
+            {
+                "run": run.job_dir.name,
+                **{k: m.get(k, "") for k in keys},
+                "status": run.status,
+                "reward": run.final("reward/mean"),
+                "acc_before": before,
+                "acc_after": after,
+                "acc_delta": None if before is None or after is None else after - before,
+                "kl": run.final("loss/kl"),
+                "length": run.final("rollout/length_mean"),
+                "steps": run.summary.get("steps"),
+                "wall_s": run.summary.get("wall_s"),
+                "inert": " ".join(k for k in keys if k in run.inert),
+                "error": run.error or "",
+            }
+        )
     return out
 
 
@@ -90,21 +94,41 @@ def config_table(runs: list[Run], keys: list[str]) -> tuple[list[str], str]:
     """The per-configuration table (mean ± std over seeds) and the sentence saying which one is best, if any."""
     configs = group_by_config(runs, keys)
     lead = leader(configs, lambda r: r.held_out("after"))
-    header = [*[f"`{k}`" for k in configs[0].values], "seeds", "completed", "reward (final)", "held-out acc before",
-              "after", "Δ", "KL (final)", "length (final)", "wall s"]
+    header = [
+        *[f"`{k}`" for k in configs[0].values],
+        "seeds",
+        "completed",
+        "reward (final)",
+        "held-out acc before",
+        "after",
+        "Δ",
+        "KL (final)",
+        "length (final)",
+        "wall s",
+    ]
     body = []
     for i, c in enumerate(configs):
         done = c.completed()
         after = fmt_mean_std(r.held_out("after") for r in done)
-        delta = [r.held_out("after") - r.held_out("before") for r in done
-                 if r.held_out("after") is not None and r.held_out("before") is not None]
-        body.append([*[short(v) for v in c.values.values()], ", ".join(c.seeds()), f"{len(done)}/{len(c.runs)}",
-                     fmt_mean_std(r.final("reward/mean") for r in done),
-                     fmt_mean_std(r.held_out("before") for r in done),
-                     f"**{after}**" if i == lead.index else after, fmt_mean_std(delta, signed=True),
-                     fmt_mean_std((r.final("loss/kl") for r in done), 4),
-                     fmt_mean_std((r.final("rollout/length_mean") for r in done), 1),
-                     fmt_mean_std((r.summary.get("wall_s") for r in done), 0)])
+        delta = [
+            r.held_out("after") - r.held_out("before")
+            for r in done
+            if r.held_out("after") is not None and r.held_out("before") is not None
+        ]
+        body.append(
+            [
+                *[short(v) for v in c.values.values()],
+                ", ".join(c.seeds()),
+                f"{len(done)}/{len(c.runs)}",
+                fmt_mean_std(r.final("reward/mean") for r in done),
+                fmt_mean_std(r.held_out("before") for r in done),
+                f"**{after}**" if i == lead.index else after,
+                fmt_mean_std(delta, signed=True),
+                fmt_mean_std((r.final("loss/kl") for r in done), 4),
+                fmt_mean_std((r.final("rollout/length_mean") for r in done), 1),
+                fmt_mean_std((r.summary.get("wall_s") for r in done), 0),
+            ]
+        )
     return _table(header, body), lead.note
 
 
@@ -116,8 +140,10 @@ def markdown(name: str, info: dict, runs: list[Run], keys: list[str], pngs: list
     afters = [r["acc_after"] for r in table if r["acc_after"] is not None]
     best = max(afters) if not by_seed and len(set(afters)) > 1 else None  # one seed: bold the best run
     inert = inert_keys(runs, keys)
-    common = sorted({o for r in runs for o in r.overrides} - {o for r in runs for o in r.overrides
-                                                             if o.lstrip("+").split("=", 1)[0] in keys})
+    common = sorted(
+        {o for r in runs for o in r.overrides}
+        - {o for r in runs for o in r.overrides if o.lstrip("+").split("=", 1)[0] in keys}
+    )
     lines = [f"# Sweep `{name}`", ""]
     summary = f"{len(runs)} runs: {n_done} completed, {n_failed} failed"
     if len(table) - n_done - n_failed:
@@ -133,11 +159,30 @@ def markdown(name: str, info: dict, runs: list[Run], keys: list[str], pngs: list
     lead_note = None
     if by_seed:
         config_lines, lead_note = config_table(runs, keys)
-        lines += ["", "## Per configuration (mean ± std over seeds)", "", *config_lines, "", lead_note.capitalize()
-                  if lead_note[:1].islower() else lead_note, "", "## Per run"]
+        lines += [
+            "",
+            "## Per configuration (mean ± std over seeds)",
+            "",
+            *config_lines,
+            "",
+            lead_note.capitalize() if lead_note[:1].islower() else lead_note,
+            "",
+            "## Per run",
+        ]
     lines.append("")
-    header = ["run", *[f"`{k}`" for k in keys], "status", "reward (final)", "held-out acc before", "after", "Δ", "KL (final)", "length (final)",
-              "steps", "wall s"]
+    header = [
+        "run",
+        *[f"`{k}`" for k in keys],
+        "status",
+        "reward (final)",
+        "held-out acc before",
+        "after",
+        "Δ",
+        "KL (final)",
+        "length (final)",
+        "steps",
+        "wall s",
+    ]
     body = []
     for r in table:
         after = _fmt(r["acc_after"])
@@ -145,23 +190,43 @@ def markdown(name: str, info: dict, runs: list[Run], keys: list[str], pngs: list
             after = f"**{after}**"
         status = r["status"] if r["status"] != "failed" else "**FAILED**"
         wall = "—" if r["wall_s"] is None else f"{r['wall_s']:.0f}"
-        marked = [short(str(r[k])) + (" (inert)" if k in r["inert"].split() and len(inert[k][0]) < len(runs) else "")
-                  for k in keys]
-        body.append([f"[{r['run']}]({r['run']}/)", *marked, status, _fmt(r["reward"]), _fmt(r["acc_before"]),
-                     after, _fmt(r["acc_delta"], signed=True), _fmt(r["kl"], 4), _fmt(r["length"], 1),
-                     "—" if r["steps"] is None else str(r["steps"]), wall])
+        marked = [
+            short(str(r[k])) + (" (inert)" if k in r["inert"].split() and len(inert[k][0]) < len(runs) else "")
+            for k in keys
+        ]
+        body.append(
+            [
+                f"[{r['run']}]({r['run']}/)",
+                *marked,
+                status,
+                _fmt(r["reward"]),
+                _fmt(r["acc_before"]),
+                after,
+                _fmt(r["acc_delta"], signed=True),
+                _fmt(r["kl"], 4),
+                _fmt(r["length"], 1),
+                "—" if r["steps"] is None else str(r["steps"]),
+                wall,
+            ]
+        )
     lines += _table(header, body)
     failed = [r for r in table if r["status"] == "failed"]
     if failed:
         lines += ["", "Failed runs:", ""]
-        lines += [f"- run {r['run']}: {r['error'].strip().splitlines()[-1] if r['error'].strip() else 'unknown error'}"
-                  f" (log: `{r['run']}/`)" for r in failed]
+        lines += [
+            f"- run {r['run']}: {r['error'].strip().splitlines()[-1] if r['error'].strip() else 'unknown error'}"
+            f" (log: `{r['run']}/`)"
+            for r in failed
+        ]
     if pngs:
         lines += ["", *[f"![{Path(p).stem}]({p})" for p in pngs]]
-    marking = ("Bold: the configuration whose mean held-out accuracy after RL leads by more than the seed-to-seed "
-               "spread (none when no lead is that large)." if by_seed else
-               "Bold: best held-out accuracy after RL (one run per configuration: differences may be within "
-               "seed-to-seed noise; sweep `seed` to measure it).")
+    marking = (
+        "Bold: the configuration whose mean held-out accuracy after RL leads by more than the seed-to-seed "
+        "spread (none when no lead is that large)."
+        if by_seed
+        else "Bold: best held-out accuracy after RL (one run per configuration: differences may be within "
+        "seed-to-seed noise; sweep `seed` to measure it)."
+    )
     lines += ["", f"{FOOTNOTE} {marking}", ""]
     return "\n".join(lines)
 

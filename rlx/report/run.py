@@ -30,9 +30,11 @@ def training_state_bytes(module, optimizers) -> dict[str, int]:
     (AdamW: two moments per parameter). `optimizers`: the policy's, then the critic's when there is one."""
     import torch
 
-    out = {"policy_weights": tensor_bytes(module.policy.parameters()),
-           "critic_weights": tensor_bytes(module.critic.parameters()) if module.critic is not None else 0,
-           "reference_weights": 0}
+    out = {
+        "policy_weights": tensor_bytes(module.policy.parameters()),
+        "critic_weights": tensor_bytes(module.critic.parameters()) if module.critic is not None else 0,
+        "reference_weights": 0,
+    }
     if module.reference is not None:  # only what the reference does not share with the policy (LoRA shares all)
         own = {p.data_ptr() for p in module.policy.parameters()}
         with module.reference.forward_model() as ref:
@@ -40,8 +42,9 @@ def training_state_bytes(module, optimizers) -> dict[str, int]:
     out["policy_gradients"] = out["policy_weights"]
     out["critic_gradients"] = out["critic_weights"]
     for name, opt in zip(("policy", "critic"), optimizers):
-        out[f"{name}_optimizer"] = tensor_bytes(v for state in opt.state.values() for v in state.values()
-                                                if torch.is_tensor(v) and v.dim() > 0)
+        out[f"{name}_optimizer"] = tensor_bytes(
+            v for state in opt.state.values() for v in state.values() if torch.is_tensor(v) and v.dim() > 0
+        )
     out.setdefault("critic_optimizer", 0)
     out["critic_total"] = out["critic_weights"] + out["critic_gradients"] + out["critic_optimizer"]
     out["total"] = sum(v for k, v in out.items() if k != "critic_total")
@@ -54,8 +57,10 @@ def finish_run(run_dir: str | Path, module=None, trainer=None) -> None:
     run_dir = Path(run_dir)
     try:
         if module is not None and trainer is not None:
-            footprint = {"state_bytes": training_state_bytes(module, trainer.optimizers),
-                         "start_model": str(getattr(module.policy.config, "_name_or_path", "") or "")}
+            footprint = {
+                "state_bytes": training_state_bytes(module, trainer.optimizers),
+                "start_model": str(getattr(module.policy.config, "_name_or_path", "") or ""),
+            }
             (run_dir / FOOTPRINT_FILE).write_text(json.dumps(footprint, indent=2))
         write_run_report(run_dir)
     except Exception:  # noqa: BLE001 — a broken plot must not turn a finished run into a failed one
@@ -72,16 +77,22 @@ def markdown(run: Run, pngs: list[str]) -> str:
     lines = [f"# Run `{run.job_dir}`", ""]
     if run.overrides:
         lines += [f"Overrides: `{' '.join(run.overrides)}`", ""]
-    header = ("| held-out acc before | after | reward (final) | KL to the reference (final) | approx-KL to the "
-              "sampling policy (mean) | length (final) | steps | wall s |")
-    row = (f"| {_fmt(before)} | {_fmt(after)} | {_fmt(run.final('reward/mean'))} | {_fmt(run.final('loss/kl'), 4)} | "
-           f"{_fmt(run.mean('loss/approx_kl'), 5)} | {_fmt(run.final('rollout/length_mean'), 1)} | "
-           f"{s.get('steps', '—')} | {s.get('wall_s', '—')} |")
+    header = (
+        "| held-out acc before | after | reward (final) | KL to the reference (final) | approx-KL to the "
+        "sampling policy (mean) | length (final) | steps | wall s |"
+    )
+    row = (
+        f"| {_fmt(before)} | {_fmt(after)} | {_fmt(run.final('reward/mean'))} | {_fmt(run.final('loss/kl'), 4)} | "
+        f"{_fmt(run.mean('loss/approx_kl'), 5)} | {_fmt(run.final('rollout/length_mean'), 1)} | "
+        f"{s.get('steps', '—')} | {s.get('wall_s', '—')} |"
+    )
     lines += [header, "|---|---|---|---|---|---|---|---|", row]
     for key, why in run.inert.items():
         lines += ["", f"**Inert**: `{key}` could not change anything in this run: {why}"]
-    footnote = ("Final = mean of the last 10% of logged steps in metrics.csv; held-out accuracy from summary.json "
-                "(greedy decoding on the validation split, before and after RL).")
+    footnote = (
+        "Final = mean of the last 10% of logged steps in metrics.csv; held-out accuracy from summary.json "
+        "(greedy decoding on the validation split, before and after RL)."
+    )
     lines += ["", *[f"![{Path(p).stem}]({p})" for p in pngs], "", footnote, ""]
     return "\n".join(lines)
 

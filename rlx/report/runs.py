@@ -137,10 +137,18 @@ def load_run(job_dir: Path) -> Run:
         num = int(job_dir.name)
     except ValueError:
         num = None
-    return Run(job_dir=job_dir, num=num, overrides=read_overrides(job_dir), status=status,
-               error=status_doc.get("error"), summary=summary,
-               metrics=read_metrics(_metrics_path(job_dir, summary)), inert=_read_json(job_dir / INERT_FILE),
-               footprint=_read_json(job_dir / FOOTPRINT_FILE), cpu_s=status_doc.get("cpu_s"))
+    return Run(
+        job_dir=job_dir,
+        num=num,
+        overrides=read_overrides(job_dir),
+        status=status,
+        error=status_doc.get("error"),
+        summary=summary,
+        metrics=read_metrics(_metrics_path(job_dir, summary)),
+        inert=_read_json(job_dir / INERT_FILE),
+        footprint=_read_json(job_dir / FOOTPRINT_FILE),
+        cpu_s=status_doc.get("cpu_s"),
+    )
 
 
 def is_sweep_dir(path: str | Path) -> bool:

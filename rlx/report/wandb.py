@@ -84,8 +84,9 @@ def _hydra_context() -> dict:
         return {}
     hc = HydraConfig.get()
     out_dir = Path(hc.runtime.output_dir)
-    ctx: dict = {"choices": {k: v for k, v in hc.runtime.choices.items()
-                             if not k.startswith("hydra/") and v is not None}}
+    ctx: dict = {
+        "choices": {k: v for k, v in hc.runtime.choices.items() if not k.startswith("hydra/") and v is not None}
+    }
     job_cfg = out_dir / hc.output_subdir / "config.yaml" if hc.output_subdir else None
     if job_cfg is not None and job_cfg.is_file():
         try:
@@ -96,13 +97,21 @@ def _hydra_context() -> dict:
         from rlx.report.runs import SWEEP_FILE, split_override, sweep_name
 
         sweep_dir = Path(str(hc.sweep.dir))
-        swept = json.loads((sweep_dir / SWEEP_FILE).read_text()).get("swept") if (sweep_dir / SWEEP_FILE).is_file() else None
+        swept = (
+            json.loads((sweep_dir / SWEEP_FILE).read_text()).get("swept")
+            if (sweep_dir / SWEEP_FILE).is_file()
+            else None
+        )
         overrides = [str(o) for o in hc.overrides.task]
         # without the sweep-report callback's sweep.json the job cannot tell swept from fixed: keep them all
         mine = [o for o in overrides if swept is None or split_override(o)[0] in swept]
         ctx["group"] = sweep_name(sweep_dir)
-        ctx["sweep"] = {"name": ctx["group"], "keys": [split_override(o)[0] for o in mine],
-                        "overrides": " ".join(mine), "job": int(hc.job.num)}
+        ctx["sweep"] = {
+            "name": ctx["group"],
+            "keys": [split_override(o)[0] for o in mine],
+            "overrides": " ".join(mine),
+            "job": int(hc.job.num),
+        }
         ctx["name"] = " ".join(mine) or None
     return ctx
 
@@ -110,9 +119,18 @@ def _hydra_context() -> dict:
 class RlxWandbLogger(WandbLogger):
     """Lightning's WandbLogger with rlx's defaults (see the module docstring). Extra kwargs go to wandb.init."""
 
-    def __init__(self, project: str = "rlx", entity: str | None = None, mode: str = "auto",
-                 save_dir: str = ".", group: str | None = None, name: str | None = None,
-                 tags: list[str] | None = None, log_samples: bool = True, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        project: str = "rlx",
+        entity: str | None = None,
+        mode: str = "auto",
+        save_dir: str = ".",
+        group: str | None = None,
+        name: str | None = None,
+        tags: list[str] | None = None,
+        log_samples: bool = True,
+        **kwargs: Any,
+    ) -> None:
         import wandb
 
         if wandb.run is not None:  # a previous job of this process (basic launcher) left its run open
@@ -123,9 +141,17 @@ class RlxWandbLogger(WandbLogger):
         if "sweep" in ctx:
             config["sweep"] = ctx["sweep"]
         Path(save_dir).mkdir(parents=True, exist_ok=True)
-        super().__init__(project=project, entity=entity, save_dir=save_dir, mode=self.rlx_mode,
-                         group=group or ctx.get("group"), name=name or ctx.get("name"), tags=list(tags or []),
-                         config=config, **kwargs)
+        super().__init__(
+            project=project,
+            entity=entity,
+            save_dir=save_dir,
+            mode=self.rlx_mode,
+            group=group or ctx.get("group"),
+            name=name or ctx.get("name"),
+            tags=list(tags or []),
+            config=config,
+            **kwargs,
+        )
         self.log_samples = log_samples
         self._samples_logged = 0
         if self.rlx_mode == "offline":
@@ -158,8 +184,12 @@ def finish_run(failed: bool) -> None:
 
 
 # ------------------------------------------------------------------------------------------ the W&B Report
-PANELS = [("reward/mean", "reward"), ("loss/kl", "KL to the reference"), ("rollout/length_mean", "response length"),
-          ("val/accuracy", "held-out accuracy")]
+PANELS = [
+    ("reward/mean", "reward"),
+    ("loss/kl", "KL to the reference"),
+    ("rollout/length_mean", "response length"),
+    ("val/accuracy", "held-out accuracy"),
+]
 
 
 def wandb_group_key(key: str, choices: dict) -> str:
@@ -168,22 +198,31 @@ def wandb_group_key(key: str, choices: dict) -> str:
     return f"config.choices.{key}" if key in choices else f"config.{key}"
 
 
-def build_report(name: str, project: str, entity: str | None, keys: list[str], choices: dict,
-                 table_md: str = "", command: str = ""):
+def build_report(
+    name: str, project: str, entity: str | None, keys: list[str], choices: dict, table_md: str = "", command: str = ""
+):
     """The W&B Report (wandb_workspaces) comparing the sweep's group; built offline, saved by the caller."""
     import wandb_workspaces.reports.v2 as wr
 
-    runset = wr.Runset(project=project, entity=entity or "", name=name, filters=f"Group = '{name}'",
-                       groupby=[wandb_group_key(k, choices) for k in keys])
+    runset = wr.Runset(
+        project=project,
+        entity=entity or "",
+        name=name,
+        filters=f"Group = '{name}'",
+        groupby=[wandb_group_key(k, choices) for k in keys],
+    )
     panels = [wr.LinePlot(title=title, x="Step", y=[metric]) for metric, title in PANELS]
-    blocks = [wr.H1(text=f"rlx sweep {name}"),
-              wr.P(text=f"Swept: {', '.join(keys) or '(nothing)'}. Command: {command}"),
-              wr.PanelGrid(runsets=[runset], panels=panels)]
+    blocks = [
+        wr.H1(text=f"rlx sweep {name}"),
+        wr.P(text=f"Swept: {', '.join(keys) or '(nothing)'}. Command: {command}"),
+        wr.PanelGrid(runsets=[runset], panels=panels),
+    ]
     if table_md:
         blocks.append(wr.MarkdownBlock(text=table_md))
     kwargs = {"entity": entity} if entity else {}
-    return wr.Report(project=project, title=f"rlx sweep {name}", description=f"Runs of the W&B group {name}",
-                     blocks=blocks, **kwargs)
+    return wr.Report(
+        project=project, title=f"rlx sweep {name}", description=f"Runs of the W&B group {name}", blocks=blocks, **kwargs
+    )
 
 
 def report_sweep(sweep_dir: str | Path, runs: list | None = None, force_online: bool = False) -> str | None:
@@ -202,8 +241,10 @@ def report_sweep(sweep_dir: str | Path, runs: list | None = None, force_online: 
         return None
     name = info.get("name") or sweep_name(sweep_dir)
     if not force_online and all(d.name.startswith("offline-run-") for d in wandb_dirs):
-        return (f"W&B report not created: the runs were logged offline (no API key). Upload them with "
-                f"`wandb sync {sweep_dir}/*/wandb/offline-run-*`, then `python -m rlx.report --wandb {sweep_dir}`.")
+        return (
+            f"W&B report not created: the runs were logged offline (no API key). Upload them with "
+            f"`wandb sync {sweep_dir}/*/wandb/offline-run-*`, then `python -m rlx.report --wandb {sweep_dir}`."
+        )
     if not has_api_key():
         return f"W&B report not created: no API key (set WANDB_API_KEY or `wandb login`; the runs are in W&B group {name!r})."
     if not reachable():
@@ -211,8 +252,9 @@ def report_sweep(sweep_dir: str | Path, runs: list | None = None, force_online: 
     try:
         import wandb_workspaces  # noqa: F401
     except ImportError:
-        return "W&B report not created: `pip install wandb-workspaces` to build it (the runs are in W&B group " \
-               f"{name!r})."
+        return (
+            f"W&B report not created: `pip install wandb-workspaces` to build it (the runs are in W&B group {name!r})."
+        )
     try:
         job_cfg = OmegaConf.load(runs[0].job_dir / ".hydra" / "config.yaml")
         # the run's own W&B project and entity, as its logger was configured ("rlx" when it named none)

@@ -32,8 +32,12 @@ class Verdict:
     details: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
-        return {"reward": self.reward, "status": self.status.value, "components": self.components,
-                "details": self.details}
+        return {
+            "reward": self.reward,
+            "status": self.status.value,
+            "components": self.components,
+            "details": self.details,
+        }
 
 
 class Reward(Protocol):

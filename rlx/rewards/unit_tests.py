@@ -24,9 +24,35 @@ from rlx.rewards.sandbox.values import encode, matches
 from rlx.rewards.verdicts import run_status
 
 HARNESS = "rlx.rewards.unit_tests_harness:run"
-STDLIB_PRELOAD = ["abc", "array", "bisect", "collections", "copy", "dataclasses", "datetime", "decimal", "encodings.idna", "enum",
-                  "fractions", "functools", "glob", "hashlib", "heapq", "itertools", "json", "math", "operator",
-                  "random", "re", "socket", "statistics", "string", "textwrap", "typing", "unicodedata"]
+STDLIB_PRELOAD = [
+    "abc",
+    "array",
+    "bisect",
+    "collections",
+    "copy",
+    "dataclasses",
+    "datetime",
+    "decimal",
+    "encodings.idna",
+    "enum",
+    "fractions",
+    "functools",
+    "glob",
+    "hashlib",
+    "heapq",
+    "itertools",
+    "json",
+    "math",
+    "operator",
+    "random",
+    "re",
+    "socket",
+    "statistics",
+    "string",
+    "textwrap",
+    "typing",
+    "unicodedata",
+]
 FENCE = re.compile(r"```(?:python|py)?\n(.*?)```", re.DOTALL)
 
 
@@ -44,8 +70,12 @@ def parse_tests(row: dict) -> list[tuple[str, object]]:
             tree = ast.parse(test.strip())
             node = tree.body[0] if len(tree.body) == 1 else None
             compare = getattr(node, "test", None)
-            if not (isinstance(node, ast.Assert) and isinstance(compare, ast.Compare)
-                    and len(compare.ops) == 1 and isinstance(compare.ops[0], ast.Eq)):
+            if not (
+                isinstance(node, ast.Assert)
+                and isinstance(compare, ast.Compare)
+                and len(compare.ops) == 1
+                and isinstance(compare.ops[0], ast.Eq)
+            ):
                 raise ValueError(f"tests[{number}] must be `assert <call> == <literal>` (got {test!r})")
             parsed.append((ast.unparse(compare.left), ast.literal_eval(compare.comparators[0])))
         elif isinstance(test, dict) and {"input", "output"} <= set(test):
@@ -76,13 +106,21 @@ def decide(result: dict, expected: list, scoring: str) -> Verdict:
             first[record["test"]] = record
     passed = [i for i, exp in enumerate(expected) if i in first and matches(first[i].get("value"), exp)]
     fraction = len(passed) / len(expected)
-    details = {**base, "passed": passed, "n_tests": len(expected),
-               "errors": {i: r["error"] for i, r in first.items() if "error" in r}}
+    details = {
+        **base,
+        "passed": passed,
+        "n_tests": len(expected),
+        "errors": {i: r["error"] for i, r in first.items() if "error" in r},
+    }
     if fraction == 1.0:
         return Verdict(1.0, Status.PASS, components(1.0, True), details)
     if not any(r.get("event") == "done" for r in result["records"]):
-        return Verdict(0.0, Status.CRASH, components(fraction, False),
-                       {**details, "reason": f"ended before the tests finished (exit code {result['exit_code']})"})
+        return Verdict(
+            0.0,
+            Status.CRASH,
+            components(fraction, False),
+            {**details, "reason": f"ended before the tests finished (exit code {result['exit_code']})"},
+        )
     reward = fraction if scoring == "fraction" else 0.0
     return Verdict(reward, Status.FAIL, components(fraction, True), details)
 
@@ -90,16 +128,18 @@ def decide(result: dict, expected: list, scoring: str) -> Verdict:
 class UnitTestsReward:
     required_fields = ("tests",)
 
-    def __init__(self, workers: int, scoring: str, limits: dict, hide: list[str], base_uid: int,
-                 preload: list[str]) -> None:
+    def __init__(
+        self, workers: int, scoring: str, limits: dict, hide: list[str], base_uid: int, preload: list[str]
+    ) -> None:
         """preload: stdlib modules imported once in the sandbox server; candidates can always use those
         even where the interpreter's own files are unreadable to the sandbox uid (e.g. a root-only pyenv)."""
         if scoring not in ("fraction", "all"):
             raise ValueError(f"reward.scoring must be 'fraction' or 'all' (got {scoring!r})")
         self.scoring = scoring
         self.limits = Limits(**limits)
-        self.pool = SandboxPool(workers, preload=("rlx.rewards.unit_tests_harness", *preload), env={}, hide=tuple(hide),
-                                base_uid=base_uid)
+        self.pool = SandboxPool(
+            workers, preload=("rlx.rewards.unit_tests_harness", *preload), env={}, hide=tuple(hide), base_uid=base_uid
+        )
 
     def __call__(self, completions: list[str], rows: list[dict]) -> list[Verdict]:
         verdicts: list[Verdict | None] = [None] * len(completions)
@@ -110,8 +150,9 @@ class UnitTestsReward:
             try:
                 ast.parse(code)
             except (SyntaxError, ValueError) as err:
-                verdicts[index] = Verdict(0.0, Status.FORMAT, components(0.0, False),
-                                          {"reason": f"does not parse: {err}"})
+                verdicts[index] = Verdict(
+                    0.0, Status.FORMAT, components(0.0, False), {"reason": f"does not parse: {err}"}
+                )
                 continue
             jobs.append((HARNESS, {"code": code, "calls": [call for call, _ in tests], "guard": True}, self.limits))
             slots.append(index)

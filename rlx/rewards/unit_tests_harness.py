@@ -8,7 +8,7 @@ The process always ends with os._exit, so atexit hooks never run.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from rlx.rewards.sandbox.guard import install_guard
 from rlx.rewards.sandbox.values import Unencodable, encode

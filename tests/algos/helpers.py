@@ -41,5 +41,6 @@ class GradCapture:
             p.grad = None
 
     def step(self) -> None:
-        self.grads.append(torch.cat([p.grad.flatten() if p.grad is not None else torch.zeros_like(p).flatten()
-                                     for p in self.params]))
+        self.grads.append(
+            torch.cat([p.grad.flatten() if p.grad is not None else torch.zeros_like(p).flatten() for p in self.params])
+        )

@@ -16,18 +16,36 @@ from tests.conftest import FAST_MODEL, REPO
 
 pytestmark = pytest.mark.slow
 
-SHORT = ["trainer.val_check_interval=2", "algo.prompts_per_step=4", "data.val_size=64",
-         "checkpoint.every_n_steps=2", "samples_every=2"]
-EVERY_VARIANT = ["loss/policy", "loss/clipfrac", "loss/clipfrac_low", "loss/clipfrac_high", "loss/approx_kl",
-                 "loss/approx_kl_k1", "loss/approx_kl_k3", "policy/entropy", "adv/mean", "adv/std",
-                 "reward/zero_std_frac", "rollout/length_mean", "train/skipped_updates"]
+SHORT = [
+    "trainer.val_check_interval=2",
+    "algo.prompts_per_step=4",
+    "data.val_size=64",
+    "checkpoint.every_n_steps=2",
+    "samples_every=2",
+]
+EVERY_VARIANT = [
+    "loss/policy",
+    "loss/clipfrac",
+    "loss/clipfrac_low",
+    "loss/clipfrac_high",
+    "loss/approx_kl",
+    "loss/approx_kl_k1",
+    "loss/approx_kl_k3",
+    "policy/entropy",
+    "adv/mean",
+    "adv/std",
+    "reward/zero_std_frac",
+    "rollout/length_mean",
+    "train/skipped_updates",
+]
 PRESETS = sorted(p.stem for p in (REPO / "conf" / "algo").glob("*.yaml") if not p.stem.startswith("_"))
 
 
 def rlx(args, cache, check=True):
     env = {**os.environ, "RLX_CACHE": str(cache), "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.run([sys.executable, "-m", "rlx", *args], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-m", "rlx", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=900
+    )
     if check:
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc
@@ -45,8 +63,18 @@ def columns(run_dir):
 
 def test_sweep_of_every_preset_then_resume_ppo(tmp_path, test_cache):
     sweep = tmp_path / "sweep"
-    rlx(["-m", "algo=glob(*,exclude=_*)", *FAST_MODEL, *SHORT, "trainer.max_steps=2",
-         f"hydra.sweep.dir={sweep}", "hydra.sweep.subdir=${algo.name}"], test_cache)
+    rlx(
+        [
+            "-m",
+            "algo=glob(*,exclude=_*)",
+            *FAST_MODEL,
+            *SHORT,
+            "trainer.max_steps=2",
+            f"hydra.sweep.dir={sweep}",
+            "hydra.sweep.subdir=${algo.name}",
+        ],
+        test_cache,
+    )
     assert sorted(p.name for p in sweep.iterdir() if p.is_dir()) == PRESETS  # _base is not run
     for algo in PRESETS:
         summary = json.loads((sweep / algo / "summary.json").read_text())
@@ -58,20 +86,28 @@ def test_sweep_of_every_preset_then_resume_ppo(tmp_path, test_cache):
         assert ("loss/kl" in cols) == (algo in ("grpo", "reinforce_pp")), algo
     # any preset's policy loss can be swapped on the command line
     swapped = tmp_path / "gspo-dual-clip"
-    rlx(["algo=gspo", "policy_loss=dual_clip", *FAST_MODEL, *SHORT, "trainer.max_steps=2",
-         f"hydra.run.dir={swapped}"], test_cache)
+    rlx(
+        ["algo=gspo", "policy_loss=dual_clip", *FAST_MODEL, *SHORT, "trainer.max_steps=2", f"hydra.run.dir={swapped}"],
+        test_cache,
+    )
     assert json.loads((swapped / "summary.json").read_text())["steps"] == 2
     assert (swapped / "config.yaml").read_text().count("rlx.algos.losses.DualClip") >= 1
     ckpt = sweep / "ppo" / "checkpoints" / "last.ckpt"
     resumed = tmp_path / "ppo-resumed"
-    rlx(["algo=ppo", *FAST_MODEL, *SHORT, "trainer.max_steps=3", f"ckpt_path={ckpt}", f"hydra.run.dir={resumed}"],
-        test_cache)
+    rlx(
+        ["algo=ppo", *FAST_MODEL, *SHORT, "trainer.max_steps=3", f"ckpt_path={ckpt}", f"hydra.run.dir={resumed}"],
+        test_cache,
+    )
     assert json.loads((resumed / "summary.json").read_text())["steps"] == 3
 
 
 # A warm start that earns some reward (the tests' FAST_MODEL earns none, so every advantage would be 0)
-LEARNING_MODEL = ["model.warm_start.steps=150", "model.warm_start.corpus_size=2000", "data.warm_start_min_match=0",
-                  "model.warm_start.max_attempts=1"]
+LEARNING_MODEL = [
+    "model.warm_start.steps=150",
+    "model.warm_start.corpus_size=2000",
+    "data.warm_start_min_match=0",
+    "model.warm_start.max_attempts=1",
+]
 
 
 def test_epsilon_changes_the_default_run_and_the_clip_acts(tmp_path, test_cache, cfg_factory):
@@ -82,8 +118,17 @@ def test_epsilon_changes_the_default_run_and_the_clip_acts(tmp_path, test_cache,
     build_node(cfg, "model")(build_node(cfg, "data"))
     for eps in ("0.05", "0.2"):
         # 16 prompts (the preset's own): with 8, seed 0's first batch under per-step seeding is all-fail
-        rlx([f"algo.epsilon={eps}", *LEARNING_MODEL, *SHORT, "algo.prompts_per_step=16", "trainer.max_steps=3",
-             f"hydra.run.dir={tmp_path / eps}"], test_cache)
+        rlx(
+            [
+                f"algo.epsilon={eps}",
+                *LEARNING_MODEL,
+                *SHORT,
+                "algo.prompts_per_step=16",
+                "trainer.max_steps=3",
+                f"hydra.run.dir={tmp_path / eps}",
+            ],
+            test_cache,
+        )
     small, large = ([r for r in rows(tmp_path / eps) if r["loss/policy"]] for eps in ("0.05", "0.2"))
     assert len(small) == len(large) == 3
     assert small[0]["reward/mean"] == large[0]["reward/mean"]  # the same first batch ...

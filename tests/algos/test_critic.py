@@ -65,8 +65,14 @@ def test_value_of_token_t_sees_only_the_prompt_and_earlier_tokens(tiny):
 
 def ppo_module(tiny, cfg_factory):
     tok, policy = tiny
-    algo, advantage = compose_algo(cfg_factory, "algo=ppo", "algo.prompts_per_step=8", "algo.minibatches=2",
-                                   "algo.optimizer.lr=1e-3", "algo.critic.optimizer.lr=1e-2")
+    algo, advantage = compose_algo(
+        cfg_factory,
+        "algo=ppo",
+        "algo.prompts_per_step=8",
+        "algo.minibatches=2",
+        "algo.optimizer.lr=1e-3",
+        "algo.critic.optimizer.lr=1e-2",
+    )
     task = ArithmeticTask(10, 20, 10, 0, 0.5, 4, warm_start_min_match=0.0, warm_start_plateau_loss=None)
     critic = algo.critic.build(policy)
     return RLModule(policy, tok, task, FirstCharBelowM(), advantage, algo, UniformSampler(0), critic=critic)
@@ -75,9 +81,16 @@ def ppo_module(tiny, cfg_factory):
 def test_ppo_step_trains_the_critic_and_checkpoints_it(tiny, tmp_path, cfg_factory):
     module = ppo_module(tiny, cfg_factory)
     head_before = module.critic.head.weight.detach().clone()
-    trainer = pl.Trainer(max_steps=2, logger=False, enable_checkpointing=False, limit_val_batches=0,
-                         num_sanity_val_steps=0, enable_progress_bar=False, enable_model_summary=False,
-                         accelerator="cpu")
+    trainer = pl.Trainer(
+        max_steps=2,
+        logger=False,
+        enable_checkpointing=False,
+        limit_val_batches=0,
+        num_sanity_val_steps=0,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        accelerator="cpu",
+    )
     trainer.fit(module)
     assert trainer.global_step == 2  # one global step per RL step, although 2x2 policy and critic steps ran
     # every update reached the optimisers (2 RL steps × 2 epochs × 2 minibatches), the counting step none

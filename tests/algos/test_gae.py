@@ -67,7 +67,7 @@ def test_whiten_uses_masked_population_statistics():
     x = torch.tensor([[1.0, 2.0, 100.0], [3.0, 6.0, -100.0]])
     mask = torch.tensor([[1, 1, 0], [1, 1, 0]])
     out = whiten(x, mask, False, eps=0.0)
-    s = 3.5 ** 0.5
+    s = 3.5**0.5
     torch.testing.assert_close(out, torch.tensor([[-2 / s, -1 / s, 0.0], [0.0, 3 / s, 0.0]]))
 
 

@@ -34,14 +34,28 @@ class PoisonedLoss:
 def run(cfg_factory, poisoned: set[int], steps: int):
     tok = build_char_tokenizer()
     policy = build_tiny_llama(tok, 32, 1, 2, 64, 64, 0.02, seed=0)
-    algo, advantage = compose_algo(cfg_factory, "algo=grpo", "algo.group_size=4", "algo.prompts_per_step=2",
-                                   "algo.minibatches=1", "algo.max_skipped_updates=3", "algo.beta=0")
+    algo, advantage = compose_algo(
+        cfg_factory,
+        "algo=grpo",
+        "algo.group_size=4",
+        "algo.prompts_per_step=2",
+        "algo.minibatches=1",
+        "algo.max_skipped_updates=3",
+        "algo.beta=0",
+    )
     algo.policy_loss = PoisonedLoss(algo.policy_loss, poisoned)
     task = ArithmeticTask(10, 20, 10, 0, 0.5, 4, warm_start_min_match=0.0, warm_start_plateau_loss=None)
     module = RLModule(policy, tok, task, ScriptedReward([1.0, 0.0] * 4), advantage, algo, UniformSampler(0))
-    trainer = pl.Trainer(max_steps=steps, logger=False, enable_checkpointing=False, limit_val_batches=0,
-                         num_sanity_val_steps=0, enable_progress_bar=False, enable_model_summary=False,
-                         accelerator="cpu")
+    trainer = pl.Trainer(
+        max_steps=steps,
+        logger=False,
+        enable_checkpointing=False,
+        limit_val_batches=0,
+        num_sanity_val_steps=0,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        accelerator="cpu",
+    )
     before = [p.detach().clone() for p in policy.parameters()]
     return module, trainer, before
 

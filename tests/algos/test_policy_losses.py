@@ -12,8 +12,15 @@ import math
 import torch
 
 from rlx.algos.aggregation import aggregate, seq_mean_token_mean, token_mean
-from rlx.algos.losses import (ClippedWeight, DualClip, SequenceRatio, clipped_surrogate, cispo_loss,
-                              dual_clip_surrogate, gspo_surrogate)
+from rlx.algos.losses import (
+    ClippedWeight,
+    DualClip,
+    SequenceRatio,
+    cispo_loss,
+    clipped_surrogate,
+    dual_clip_surrogate,
+    gspo_surrogate,
+)
 
 D = torch.float64
 LOGP = torch.tensor([[-1.0, -0.5, -2.0, -0.3], [-0.7, -1.2, -0.1, -0.9], [-0.4, -1.5, -0.6, -2.2]], dtype=D)
@@ -39,8 +46,9 @@ def test_dual_clip_hand_computed():
     assert out.clipped_high.tolist() == [[True, False, False]] and out.clipped_low.tolist() == [[False, False, True]]
     # A > 0 is untouched by the cap: ratio 4 -> -min(4, 1.2) = -1.2, as the plain clip
     plain = clipped_surrogate(logp, torch.zeros(1, 3), torch.ones(1, 3), 0.2, 0.2)
-    torch.testing.assert_close(dual_clip_surrogate(logp, torch.zeros(1, 3), torch.ones(1, 3), 0.2, 0.2, 3.0).loss,
-                               plain.loss)
+    torch.testing.assert_close(
+        dual_clip_surrogate(logp, torch.zeros(1, 3), torch.ones(1, 3), 0.2, 0.2, 3.0).loss, plain.loss
+    )
 
 
 def test_dual_clip_matches_verl_and_openrlhf():
@@ -48,8 +56,14 @@ def test_dual_clip_matches_verl_and_openrlhf():
     # dual_clip=3) = 0.515265518543657; verl "seq-mean-token-mean": 0.4094292248990305 (its 1e-8 per sequence)
     loss, grad = loss_and_grad(DualClip(0.2, 0.2, 3.0), token_mean)
     assert abs(loss - 0.515265518543657) < 1e-12
-    verl_grad = torch.tensor([[0.0, -0.1005374909, -0.0408754935, 0.0], [0.0, 0.1111111111, 0.1657582997, 0.3020313143],
-                              [-0.0555555556, 0.0, 0.0, 0.0]], dtype=D)
+    verl_grad = torch.tensor(
+        [
+            [0.0, -0.1005374909, -0.0408754935, 0.0],
+            [0.0, 0.1111111111, 0.1657582997, 0.3020313143],
+            [-0.0555555556, 0.0, 0.0, 0.0],
+        ],
+        dtype=D,
+    )
     torch.testing.assert_close(grad, verl_grad, atol=1e-9, rtol=0)
     loss, _ = loss_and_grad(DualClip(0.2, 0.2, 3.0), seq_mean_token_mean)
     assert abs(loss - 0.4094292248990305) < 1e-7
@@ -66,8 +80,9 @@ def test_gspo_matches_verl_and_openrlhf():
     # PolicyLoss(policy_loss_type="gspo") both give 0.055860101010895745 and this gradient
     loss, grad = loss_and_grad(SequenceRatio(0.2, 0.2), seq_mean_token_mean, ADV_SEQ)
     assert abs(loss - 0.055860101010895745) < 1e-7
-    expected = torch.tensor([[-0.0851031484] * 3 + [0.0], [0.1043602261] * 4, [-0.0531356790] * 2 + [0.0, 0.0]],
-                            dtype=D)
+    expected = torch.tensor(
+        [[-0.0851031484] * 3 + [0.0], [0.1043602261] * 4, [-0.0531356790] * 2 + [0.0, 0.0]], dtype=D
+    )
     torch.testing.assert_close(grad, expected, atol=1e-9, rtol=0)
     # per-token advantages (GSPO-token): verl 0.3756624453803652
     loss, _ = loss_and_grad(SequenceRatio(0.2, 0.2), seq_mean_token_mean)
@@ -105,9 +120,14 @@ def test_cispo_matches_verl():
     # -0.16178920551775292; rlx's ε_low = 1 is the same "no lower bound" (ratios are positive)
     loss, grad = loss_and_grad(ClippedWeight(1.0, 0.2), token_mean)
     assert abs(loss - -0.16178920551775292) < 1e-12
-    verl_grad = torch.tensor([[-0.1333333333, -0.1005374909, -0.0408754935, 0.0],
-                              [0.0673922955, 0.1111111111, 0.1333333333, 0.1333333333],
-                              [-0.0555555556, 0.0903488133, 0.0, 0.0]], dtype=D)
+    verl_grad = torch.tensor(
+        [
+            [-0.1333333333, -0.1005374909, -0.0408754935, 0.0],
+            [0.0673922955, 0.1111111111, 0.1333333333, 0.1333333333],
+            [-0.0555555556, 0.0903488133, 0.0, 0.0],
+        ],
+        dtype=D,
+    )
     torch.testing.assert_close(grad, verl_grad, atol=1e-9, rtol=0)
 
 

@@ -96,8 +96,8 @@ def test_presets_compose_the_papers_axes(cfg_factory):
 
 def test_readme_table_lists_every_preset_and_only_presets():
     readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("## Algorithms"):]
-    table = section[section.index("| preset |"):].split("\n\n")[0]
+    section = readme[readme.index("## Algorithms") :]
+    table = section[section.index("| preset |") :].split("\n\n")[0]
     rows = {m.group(1) for m in re.finditer(r"^\| `([a-z_]+)` \|", table, re.M)}
     assert rows == set(PRESETS), f"README algorithm table: missing {set(PRESETS) - rows}, stale {rows - set(PRESETS)}"
 
@@ -108,7 +108,10 @@ def test_dual_clip_works_with_every_preset(cfg_factory, preset):
     algo, _ = check(cfg_factory, f"algo={preset}", "policy_loss=dual_clip")
     preset_algo, _ = parts(cfg_factory, f"algo={preset}")
     assert (algo.policy_loss.epsilon, algo.policy_loss.epsilon_high, algo.policy_loss.clip_c) == (
-        preset_algo.epsilon, preset_algo.epsilon_high, 3.0)
+        preset_algo.epsilon,
+        preset_algo.epsilon_high,
+        3.0,
+    )
 
 
 def test_every_policy_loss_with_a_one_update_and_a_several_update_preset(cfg_factory):
@@ -158,7 +161,9 @@ def test_the_other_presets_accept_one_rollout_per_prompt(cfg_factory):
 
 
 def test_beta_with_kl_none_names_the_fix(cfg_factory):
-    with pytest.raises(ConfigError, match=r"algo.beta=0.04 .* kl=none loads none. Set kl=k3 \(or k1, k2\), or algo.beta=0"):
+    with pytest.raises(
+        ConfigError, match=r"algo.beta=0.04 .* kl=none loads none. Set kl=k3 \(or k1, k2\), or algo.beta=0"
+    ):
         check(cfg_factory, "algo=dapo", "algo.beta=0.04")
     algo, _ = check(cfg_factory, "algo=dapo", "algo.beta=0.04", "kl=k3")  # the fix works
     assert algo.uses_reference
@@ -170,7 +175,9 @@ def test_gae_without_critic_names_the_fix(cfg_factory):
 
 
 def test_critic_that_nothing_reads_is_refused(cfg_factory):
-    with pytest.raises(ConfigError, match=r"algo.critic is set but advantage=GroupNorm .* algo.critic=null, or advantage=gae"):
+    with pytest.raises(
+        ConfigError, match=r"algo.critic is set but advantage=GroupNorm .* algo.critic=null, or advantage=gae"
+    ):
         check(cfg_factory, "algo=ppo", "advantage=group_norm", "algo.group_size=4")
 
 

@@ -18,8 +18,12 @@ AGGREGATIONS = {
     "seq_mean_token_mean (GRPO)": lambda loss, mask: aggregate(loss, seq_mean_token_mean(mask)),
     "seq_sum_constant (Dr. GRPO, REINFORCE)": lambda loss, mask: aggregate(loss, seq_sum_constant(mask, 4.0)),
 }
-RATIO_LOSSES = {"clip": ClippedRatio(0.2, 0.28), "dual_clip": DualClip(0.2, 0.28, 3.0),
-                "gspo": SequenceRatio(3e-4, 4e-4), "cispo": ClippedWeight(1.0, 0.2)}
+RATIO_LOSSES = {
+    "clip": ClippedRatio(0.2, 0.28),
+    "dual_clip": DualClip(0.2, 0.28, 3.0),
+    "gspo": SequenceRatio(3e-4, 4e-4),
+    "cispo": ClippedWeight(1.0, 0.2),
+}
 
 
 def grad_of(logp_value: float, adv: float, eps_low: float, eps_high: float) -> float:
@@ -71,8 +75,11 @@ def test_baselines_leave_the_policy_gradient_unbiased():
     group_index = torch.arange(groups).repeat_interleave(g)
     valid = torch.ones(groups * g, dtype=torch.bool)
     estimates = {}
-    for name, adv in (("none", rewards), ("constant 0.9", rewards - 0.9),
-                      ("rloo", rloo_advantage(rewards, group_index, valid))):
+    for name, adv in (
+        ("none", rewards),
+        ("constant 0.9", rewards - 0.9),
+        ("rloo", rloo_advantage(rewards, group_index, valid)),
+    ):
         logp = torch.log_softmax(theta, 0)[actions]  # [S]
         (grad,) = torch.autograd.grad(-reinforce_loss(logp, adv).mean(), theta)
         estimates[name] = grad
@@ -94,10 +101,12 @@ def test_all_equal_groups_give_zero_gradient_under_every_group_estimator():
         "group_norm (unbiased, batch std)": group_norm_advantage(rewards, groups, valid, 1e-6, True, True),
         "group_mean": group_mean_advantage(rewards, groups, valid),
         "rloo": rloo_advantage(rewards, groups, valid),
-        "component_norm": component_norm_advantage(torch.stack([rewards, 2 * rewards], 1), torch.ones(2), groups,
-                                                   valid, 1e-4, True),
-        "reinforce_pp_baseline": reinforce_pp_baseline_advantage(rewards[:, None] * mask, mask, groups, valid,
-                                                                 True)[:, 0],
+        "component_norm": component_norm_advantage(
+            torch.stack([rewards, 2 * rewards], 1), torch.ones(2), groups, valid, 1e-4, True
+        ),
+        "reinforce_pp_baseline": reinforce_pp_baseline_advantage(rewards[:, None] * mask, mask, groups, valid, True)[
+            :, 0
+        ],
     }
     for name, adv in estimators.items():
         assert torch.equal(adv, torch.zeros(8)), name

@@ -30,10 +30,16 @@ def make_batch(lengths, truncated, rewards):
     t = max(lengths)
     mask = (torch.arange(t)[None, :] < torch.tensor(lengths)[:, None]).long()
     n = len(lengths)
-    return RolloutBatch(input_ids=torch.zeros(n, t + 2, dtype=torch.long), attention_mask=torch.ones(n, t + 2),
-                        response_mask=mask, group_index=torch.zeros(n, dtype=torch.long),
-                        prompt_index=torch.zeros(n, dtype=torch.long), rewards=torch.tensor(rewards),
-                        valid=torch.ones(n, dtype=torch.bool), truncated=torch.tensor(truncated))
+    return RolloutBatch(
+        input_ids=torch.zeros(n, t + 2, dtype=torch.long),
+        attention_mask=torch.ones(n, t + 2),
+        response_mask=mask,
+        group_index=torch.zeros(n, dtype=torch.long),
+        prompt_index=torch.zeros(n, dtype=torch.long),
+        rewards=torch.tensor(rewards),
+        valid=torch.ones(n, dtype=torch.bool),
+        truncated=torch.tensor(truncated),
+    )
 
 
 def test_reward_shaping_counts_answer_tokens_not_eos():
@@ -65,8 +71,14 @@ def test_overlong_filter_sets_a_sample_mask_and_leaves_valid_alone(cfg_factory):
     from rlx.update import prepare
     from tests.algos.helpers import compose_algo
 
-    algo, advantage = compose_algo(cfg_factory, "algo=dapo", "algo.shaping.overlong_filter=true",
-                                   "algo.group_size=4", "algo.prompts_per_step=1", "curriculum=uniform")
+    algo, advantage = compose_algo(
+        cfg_factory,
+        "algo=dapo",
+        "algo.shaping.overlong_filter=true",
+        "algo.group_size=4",
+        "algo.prompts_per_step=1",
+        "curriculum=uniform",
+    )
     policy = build_tiny_llama(build_char_tokenizer(), 32, 1, 2, 64, 64, 0.02, seed=0)
     batch = make_batch([2, 4, 3, 1], [False, True, False, False], [1.0, 0.0, 0.0, 1.0])
     prepared, _ = prepare(batch, algo, advantage, policy, None, None)

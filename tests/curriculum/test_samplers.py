@@ -7,13 +7,13 @@ groups on zero-variance prompts.
 from __future__ import annotations
 
 import pytest
+from curriculum_script import rows, run_steps, zero_variance_share
 
 from rlx.curriculum.band import LearnableBandSampler
 from rlx.curriculum.base import zero_variance
 from rlx.curriculum.dynamic import DynamicSampler
 from rlx.curriculum.sorted import SortedSampler
 from rlx.curriculum.uniform import UniformSampler
-from curriculum_script import rows, run_steps, zero_variance_share
 
 
 def bound(sampler, n: int = 12):
@@ -87,10 +87,13 @@ def test_sorted_pacing_unlocks_a_growing_prefix():
     assert sampler.metrics()["curriculum/unlocked_frac"] == 0.25
 
 
-@pytest.mark.parametrize("data, found", [
-    ([{"prompt": "a"}], "lacks it"),
-    ([{"prompt": "a", "difficulty": "hard"}], "has 'hard'"),
-])
+@pytest.mark.parametrize(
+    "data, found",
+    [
+        ([{"prompt": "a"}], "lacks it"),
+        ([{"prompt": "a", "difficulty": "hard"}], "has 'hard'"),
+    ],
+)
 def test_sorted_without_a_numeric_key_is_a_clear_error(data, found):
     sampler = SortedSampler(key="difficulty", descending=False, pace_start=0.25, pace_steps=10, seed=0)
     with pytest.raises(ValueError, match=f"curriculum.key='difficulty'.*train row 0 {found}.*curriculum=uniform"):
@@ -186,8 +189,10 @@ def test_dynamic_stops_at_the_round_cap():
     assert sampler.metrics()["curriculum/kept_frac"] == 0.0
 
 
-@pytest.mark.parametrize("kw, key", [({"oversample": 0.5, "max_rounds": 10}, "oversample"),
-                                     ({"oversample": 3.0, "max_rounds": 0}, "max_rounds")])
+@pytest.mark.parametrize(
+    "kw, key",
+    [({"oversample": 0.5, "max_rounds": 10}, "oversample"), ({"oversample": 3.0, "max_rounds": 0}, "max_rounds")],
+)
 def test_dynamic_rejects_bad_settings(kw, key):
     with pytest.raises(ValueError, match=f"curriculum.{key}"):
         DynamicSampler(seed=0, **kw)

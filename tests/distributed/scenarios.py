@@ -63,12 +63,21 @@ def round_and_take(rank: int, world_size: int) -> dict:
         out_of_step = None
     except RanksOutOfStep as err:
         out_of_step = str(err)
-    return {"prompt_index": batch.prompt_index.tolist(), "group_index": batch.group_index.tolist(),
-            "shape": list(batch.input_ids.shape), "response_width": batch.response_mask.shape[1],
-            "rewards": batch.rewards.tolist(), "attention_rows": batch.attention_mask.sum(-1).tolist(),
-            "drawn": drawn["rand"], "after": after,
-            "shard_prompts": shard.batch.prompt_index.tolist(), "shard_groups": shard.batch.group_index.tolist(),
-            "whole_prompts": whole.prompt_index.tolist(), "ranks": shard.ranks(), "out_of_step": out_of_step}
+    return {
+        "prompt_index": batch.prompt_index.tolist(),
+        "group_index": batch.group_index.tolist(),
+        "shape": list(batch.input_ids.shape),
+        "response_width": batch.response_mask.shape[1],
+        "rewards": batch.rewards.tolist(),
+        "attention_rows": batch.attention_mask.sum(-1).tolist(),
+        "drawn": drawn["rand"],
+        "after": after,
+        "shard_prompts": shard.batch.prompt_index.tolist(),
+        "shard_groups": shard.batch.group_index.tolist(),
+        "whole_prompts": whole.prompt_index.tolist(),
+        "ranks": shard.ranks(),
+        "out_of_step": out_of_step,
+    }
 
 
 # ---------------------------------------------------------------- the update: W ranks vs one process
@@ -167,10 +176,15 @@ def replica_check(rank: int, world_size: int) -> dict:
 
 
 def everything(rank: int, world_size: int) -> dict:
-    return {"round": round_and_take(rank, world_size), "update": update_equivalence(rank, world_size),
-            "no_rows": gradients_without_rows(rank, world_size), "eval": evaluation(rank, world_size),
-            "replicas": replica_check(rank, world_size), "rlx": rlx_updates(rank, world_size),
-            "curricula": curricula_in_step(rank, world_size)}
+    return {
+        "round": round_and_take(rank, world_size),
+        "update": update_equivalence(rank, world_size),
+        "no_rows": gradients_without_rows(rank, world_size),
+        "eval": evaluation(rank, world_size),
+        "replicas": replica_check(rank, world_size),
+        "rlx": rlx_updates(rank, world_size),
+        "curricula": curricula_in_step(rank, world_size),
+    }
 
 
 # ---------------------------------------------------------------- rlx's own update: W ranks vs one process
@@ -220,7 +234,7 @@ def rlx_update(preset: str, world: World, fsdp: bool = False) -> dict:
 
         mesh = init_device_mesh("cpu", (world.size,))
         for net in (model, critic):
-            for module in (net.modules() if net is not None else ()):
+            for module in net.modules() if net is not None else ():
                 if type(module).__name__ in model._no_split_modules:
                     fully_shard(module, mesh=mesh)
             if net is not None:
@@ -231,10 +245,15 @@ def rlx_update(preset: str, world: World, fsdp: bool = False) -> dict:
         prepared, metrics = prepare(shard.batch, algo, advantage, model, reference, critic)
     optimizer = algo.optimizer(model.parameters())
     critic_optimizer = algo.critic.optimizer(critic.parameters()) if critic is not None else None
-    losses = update(prepared, algo, model, optimizer, critic, critic_optimizer, lambda loss: loss.backward(),
-                    NonFiniteGuard(10))
+    losses = update(
+        prepared, algo, model, optimizer, critic, critic_optimizer, lambda loss: loss.backward(), NonFiniteGuard(10)
+    )
     metrics = mean_over_ranks(world, {**metrics, **losses})
-    out = {"params": flat(model), "metrics": {k: float(v) for k, v in metrics.items()}, "rows": len(shard.batch.rewards)}
+    out = {
+        "params": flat(model),
+        "metrics": {k: float(v) for k, v in metrics.items()},
+        "rows": len(shard.batch.rewards),
+    }
     if critic is not None:
         out["critic"] = flat(critic)
     return out
@@ -244,8 +263,9 @@ def flat(model) -> torch.Tensor:
     """Every parameter, flattened in order (a sharded one gathered whole: every rank calls this)."""
     from torch.distributed.tensor import DTensor
 
-    return torch.cat([(p.full_tensor() if isinstance(p, DTensor) else p).detach().reshape(-1)
-                      for p in model.parameters()])
+    return torch.cat(
+        [(p.full_tensor() if isinstance(p, DTensor) else p).detach().reshape(-1) for p in model.parameters()]
+    )
 
 
 FSDP_PRESETS = ("grpo", "ppo")
@@ -268,8 +288,10 @@ class HashReward:
 
         from rlx.rewards.base import Status, Verdict
 
-        return [Verdict(1.0, Status.PASS) if zlib.crc32(c.encode()) % 3 == 0 else Verdict(0.0, Status.FAIL)
-                for c in completions]
+        return [
+            Verdict(1.0, Status.PASS) if zlib.crc32(c.encode()) % 3 == 0 else Verdict(0.0, Status.FAIL)
+            for c in completions
+        ]
 
 
 def curricula_in_step(rank: int, world_size: int) -> dict:
@@ -287,8 +309,10 @@ def curricula_in_step(rank: int, world_size: int) -> dict:
     task = ArithmeticTask(10, 99, 10, 0, 0.5, 3, warm_start_min_match=0.0, warm_start_plateau_loss=None)
     model = build_tiny_llama(tok, 32, 2, 2, 64, 64, 0.5, seed=0)
     out = {}
-    for name, sampler in (("dynamic", DynamicSampler(oversample=1.5, max_rounds=4, seed=3)),
-                          ("band", LearnableBandSampler(0.1, 0.9, 0.5, 0.5, 0.25, seed=3))):
+    for name, sampler in (
+        ("dynamic", DynamicSampler(oversample=1.5, max_rounds=4, seed=3)),
+        ("band", LearnableBandSampler(0.1, 0.9, 0.5, 0.5, 0.25, seed=3)),
+    ):
         sampler.bind(task.train)
         steps = []
         for step in range(4):
@@ -296,9 +320,15 @@ def curricula_in_step(rank: int, world_size: int) -> dict:
             sampler.begin_step(step)
             batch, stats = collect(model, tok, HashReward(), sampler, task.train, 5, 4, 3, 1.0, tok.pad_token_id)
             shard = take(world, batch, tok.pad_token_id, 1)
-            steps.append({"state": repr(sampler.state_dict()), "rounds": stats.rounds,
-                          "metrics": sampler.metrics(), "groups": int(batch.group_index.max()) + 1,
-                          "mine": sorted(set(shard.batch.prompt_index.tolist())),
-                          "all": sorted(batch.prompt_index.tolist())})
+            steps.append(
+                {
+                    "state": repr(sampler.state_dict()),
+                    "rounds": stats.rounds,
+                    "metrics": sampler.metrics(),
+                    "groups": int(batch.group_index.max()) + 1,
+                    "mine": sorted(set(shard.batch.prompt_index.tolist())),
+                    "all": sorted(batch.prompt_index.tolist()),
+                }
+            )
         out[name] = steps
     return out

@@ -20,6 +20,8 @@ from rlx.errors import ConfigError
 from tests.conftest import CONF, REPO, compose_config
 
 DDP = "rlx.distributed.strategy.DataParallel"
+
+
 def readme_slurm_command() -> list[str]:
     """The overrides of the README's SLURM command (a 2-node × 4-GPU job: one task per rank), as written."""
     for line in (REPO / "README.md").read_text(encoding="utf-8").splitlines():
@@ -93,8 +95,9 @@ def test_a_stateful_estimator_is_refused(cfg_factory):
 def test_the_checks_run_before_the_model_loads(tmp_path):
     from rlx.train import build
 
-    cfg = compose_config(["trainer=ddp", "trainer.devices=3", "algo.prompts_per_step=2", "model.cache_dir=/nonexistent"],
-                         tmp_path)
+    cfg = compose_config(
+        ["trainer=ddp", "trainer.devices=3", "algo.prompts_per_step=2", "model.cache_dir=/nonexistent"], tmp_path
+    )
     with pytest.raises(ConfigError, match="algo.prompts_per_step=2 is the global batch, shared by 3 ranks"):
         build(cfg)
 
@@ -105,9 +108,16 @@ def test_a_two_node_slurm_launch_composes_and_lightning_makes_each_task_a_rank(t
     assert launcher._target_.endswith("SlurmLauncher") and (launcher.nodes, launcher.tasks_per_node) == (2, 4)
     check_launcher(launcher, cfg.trainer)
     # the job's task 5 (node 1, local rank 1), as srun starts it: Lightning's SLURM environment makes it rank 5
-    for key, value in {"SLURM_NTASKS": "8", "SLURM_NTASKS_PER_NODE": "4", "SLURM_PROCID": "5", "SLURM_LOCALID": "1",
-                       "SLURM_NODEID": "1", "SLURM_NODELIST": "gpu[01-02]", "SLURM_JOB_ID": "4242",
-                       "SLURM_JOB_NAME": "rlx"}.items():
+    for key, value in {
+        "SLURM_NTASKS": "8",
+        "SLURM_NTASKS_PER_NODE": "4",
+        "SLURM_PROCID": "5",
+        "SLURM_LOCALID": "1",
+        "SLURM_NODEID": "1",
+        "SLURM_NODELIST": "gpu[01-02]",
+        "SLURM_JOB_ID": "4242",
+        "SLURM_JOB_NAME": "rlx",
+    }.items():
         monkeypatch.setenv(key, value)
     from lightning.fabric.plugins.environments import SLURMEnvironment
 
@@ -124,19 +134,31 @@ def test_a_two_node_slurm_launch_composes_and_lightning_makes_each_task_a_rank(t
 def test_torchrun_is_detected_too(cfg_factory, monkeypatch):
     from lightning.fabric.plugins.environments import TorchElasticEnvironment
 
-    for key, value in {"RANK": "3", "LOCAL_RANK": "1", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2", "GROUP_RANK": "1",
-                       "TORCHELASTIC_RUN_ID": "rlx", "MASTER_ADDR": "node0", "MASTER_PORT": "29500"}.items():
+    for key, value in {
+        "RANK": "3",
+        "LOCAL_RANK": "1",
+        "WORLD_SIZE": "4",
+        "LOCAL_WORLD_SIZE": "2",
+        "GROUP_RANK": "1",
+        "TORCHELASTIC_RUN_ID": "rlx",
+        "MASTER_ADDR": "node0",
+        "MASTER_PORT": "29500",
+    }.items():
         monkeypatch.setenv(key, value)
-    trainer = instantiate(cfg_factory("trainer=ddp", "trainer.accelerator=cpu", "trainer.num_nodes=2").trainer,
-                          _convert_="all")
+    trainer = instantiate(
+        cfg_factory("trainer=ddp", "trainer.accelerator=cpu", "trainer.num_nodes=2").trainer, _convert_="all"
+    )
     assert isinstance(trainer.strategy.cluster_environment, TorchElasticEnvironment)
     assert (trainer.global_rank, trainer.world_size) == (3, 4)
 
 
-@pytest.mark.parametrize(("override", "message"), [
-    ("hydra.launcher.tasks_per_node=1", r"hydra.launcher.tasks_per_node=1 but trainer.devices=4"),
-    ("hydra.launcher.nodes=1", r"hydra.launcher.nodes=1 but trainer.num_nodes=2"),
-])
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("hydra.launcher.tasks_per_node=1", r"hydra.launcher.tasks_per_node=1 but trainer.devices=4"),
+        ("hydra.launcher.nodes=1", r"hydra.launcher.nodes=1 but trainer.num_nodes=2"),
+    ],
+)
 def test_a_slurm_launch_of_the_wrong_shape_fails_with_the_fix(tmp_path, override, message):
     cfg = compose_hydra([*SLURM, override], tmp_path)
     with pytest.raises(ConfigError, match=message):

@@ -14,6 +14,7 @@ completions of a 0/1 reward has per-completion sd ≤ 0.5, so the difference of 
 ≤ 0.5·sqrt(2/96) ≈ 0.07; 0.25 is 3.5 of those. It fails a run whose learning broke (a lost rank's gradient, a
 doubled step would still pass; those are test_ranks.py's to catch), not one that sampled differently.
 """
+
 from __future__ import annotations
 
 import csv
@@ -33,17 +34,37 @@ pytestmark = pytest.mark.slow
 
 # A task with a real learning signal (the resume tests' tiny one: 16 training prompts of operands 10-14, 9
 # held out, a 60-step warm start whose rewards lie between 0.3 and 0.7), 8 prompts × 4 completions a step.
-RUN = ["data.low=10", "data.high=14", "data.val_size=9", "data.warm_start_min_match=0", "model.warm_start.steps=60",
-       "model.warm_start.warmup_steps=5", "model.warm_start.corpus_size=500", "model.warm_start.max_attempts=1",
-       "algo.prompts_per_step=8", "algo.group_size=4", "trainer.accelerator=cpu", "trainer.max_steps=3",
-       "trainer.val_check_interval=3", "samples_every=1", "samples_per_step=1000"]
+RUN = [
+    "data.low=10",
+    "data.high=14",
+    "data.val_size=9",
+    "data.warm_start_min_match=0",
+    "model.warm_start.steps=60",
+    "model.warm_start.warmup_steps=5",
+    "model.warm_start.corpus_size=500",
+    "model.warm_start.max_attempts=1",
+    "algo.prompts_per_step=8",
+    "algo.group_size=4",
+    "trainer.accelerator=cpu",
+    "trainer.max_steps=3",
+    "trainer.val_check_interval=3",
+    "samples_every=1",
+    "samples_per_step=1000",
+]
 VAL = 9
 
 
 def rlx(args: list[str], run_dir: Path, cache: Path, check: bool = True) -> subprocess.CompletedProcess:
     env = {**os.environ, "RLX_CACHE": str(cache), "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run([sys.executable, "-m", "rlx", f"hydra.run.dir={run_dir}", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=600, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "rlx", f"hydra.run.dir={run_dir}", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     if check:
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc
@@ -119,9 +140,26 @@ def test_fsdp_under_torchrun(runs, tmp_path, test_cache):
     run = tmp_path / "fsdp"
     env = {**os.environ, "RLX_CACHE": str(test_cache), "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
     torchrun = Path(sys.executable).with_name("torchrun")
-    proc = subprocess.run([str(torchrun), "--standalone", "--nproc-per-node=2", "-m", "rlx", f"hydra.run.dir={run}",
-                           "trainer=fsdp", *RUN, "trainer.max_steps=2", "trainer.val_check_interval=2"], cwd=REPO,
-                          env=env, capture_output=True, text=True, timeout=600, check=False)
+    proc = subprocess.run(
+        [
+            str(torchrun),
+            "--standalone",
+            "--nproc-per-node=2",
+            "-m",
+            "rlx",
+            f"hydra.run.dir={run}",
+            "trainer=fsdp",
+            *RUN,
+            "trainer.max_steps=2",
+            "trainer.val_check_interval=2",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     summary = json.loads((run / "summary.json").read_text())
     assert summary["world_size"] == 2 and summary["steps"] == 2 and summary["weights_in_sync"]

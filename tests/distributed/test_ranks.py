@@ -51,8 +51,11 @@ def test_take_gives_disjoint_whole_groups_and_whole_reassembles_the_step(ranks):
 def test_two_ranks_train_like_one_process(ranks, mode):
     """3 AdamW steps on uneven shares (5 and 7 sequences of 1..6 tokens, micro-batches of 2) with the weights
     of the whole minibatch equal one process's steps on all 12 rows, up to float32 summation order (1e-6)."""
-    single, r0, r1 = (torch.tensor(ranks[0]["update"][mode]["single"]), torch.tensor(ranks[0]["update"][mode]["global"]),
-                      torch.tensor(ranks[1]["update"][mode]["global"]))
+    single, r0, r1 = (
+        torch.tensor(ranks[0]["update"][mode]["single"]),
+        torch.tensor(ranks[0]["update"][mode]["global"]),
+        torch.tensor(ranks[1]["update"][mode]["global"]),
+    )
     assert torch.equal(r0, r1)  # replicas stay bitwise identical
     assert torch.allclose(r0, single, atol=1e-6, rtol=0), (r0 - single).abs().max()
 

@@ -45,8 +45,10 @@ def write_jsonl(directory: Path) -> tuple[Path, Path]:
     """train.jsonl and val.jsonl for data=jsonl with reward=math: `A+B=` prompts and their answers."""
     directory.mkdir(parents=True, exist_ok=True)
     paths = []
-    for name, pairs in (("train", [(a, b) for a in range(10, 20) for b in range(10, 14)]),
-                        ("val", [(a, b) for a in range(20, 24) for b in range(20, 24)])):
+    for name, pairs in (
+        ("train", [(a, b) for a in range(10, 20) for b in range(10, 14)]),
+        ("val", [(a, b) for a in range(20, 24) for b in range(20, 24)]),
+    ):
         path = directory / f"{name}.jsonl"
         path.write_text("".join(json.dumps({"prompt": f"{a}+{b}=", "answer": str(a + b)}) + "\n" for a, b in pairs))
         paths.append(path)

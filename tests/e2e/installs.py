@@ -53,15 +53,28 @@ def install(root: Path, mode: str) -> tuple[Path, Path]:
     venv = root / f"venv-{mode}"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
-    site = Path(subprocess.check_output([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                        text=True).strip())
+    site = Path(
+        subprocess.check_output(
+            [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True
+        ).strip()
+    )
     (site / "_host_site.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    args = ["."] if mode == "wheel" else ["-e", "."] if mode == "lenient" else \
-        ["-e", ".", "--config-settings", f"editable_mode={mode}"]
+    args = (
+        ["."]
+        if mode == "wheel"
+        else ["-e", "."]
+        if mode == "lenient"
+        else ["-e", ".", "--config-settings", f"editable_mode={mode}"]
+    )
     isolation = ["--no-build-isolation"] if builds_without_index() else []
-    done = subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", *isolation,
-                           "--disable-pip-version-check", *args], cwd=src, env=clean_env(), text=True,
-                          capture_output=True, timeout=300)
+    done = subprocess.run(
+        [python, "-m", "pip", "install", "-q", "--no-deps", *isolation, "--disable-pip-version-check", *args],
+        cwd=src,
+        env=clean_env(),
+        text=True,
+        capture_output=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     if mode == "wheel":  # nothing may come from the source copy: run from the installed package only
         shutil.rmtree(src)

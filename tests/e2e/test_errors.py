@@ -84,8 +84,12 @@ def test_a_sweep_file_never_runs_as_one_run(tmp_path, test_cache):
 
 
 def test_rlx_debug_shows_the_traceback(tmp_path, test_cache):
-    proc = run(["-m", "rlx", f"hydra.run.dir={tmp_path / 'run'}", "trainer.max_steps=0"], tmp_path, test_cache,
-               env=cli_env(test_cache, RLX_DEBUG="1"))
+    proc = run(
+        ["-m", "rlx", f"hydra.run.dir={tmp_path / 'run'}", "trainer.max_steps=0"],
+        tmp_path,
+        test_cache,
+        env=cli_env(test_cache, RLX_DEBUG="1"),
+    )
     assert proc.returncode == 1 and "Traceback" in proc.stderr and "ConfigError" in proc.stderr, output(proc)
 
 
@@ -94,16 +98,31 @@ def test_score_with_an_unknown_reward_names_the_options(tmp_path, test_cache):
     (tmp_path / "answer.txt").write_text("4")
     proc = run(["-m", "rlx.score", "reward=mathh", "task=row.json", "completion=answer.txt"], tmp_path, test_cache)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, output(proc)
-    assert proc.stderr.strip() == ("rlx.score: error: reward=mathh: no such option. did you mean reward=math? "
-                                   "Options of reward: math, triton, unit_tests"), output(proc)
+    assert proc.stderr.strip() == (
+        "rlx.score: error: reward=mathh: no such option. did you mean reward=math? "
+        "Options of reward: math, triton, unit_tests"
+    ), output(proc)
 
 
 def test_a_failed_job_of_a_sweep_is_reported_once_and_the_sweep_still_reports(tmp_path, test_cache):
-    proc = run(["-m", "rlx", "-m", "algo.group_size=1,2", *ONE_STEP_NO_G, *FAST_WARM_START,
-                f"hydra.sweep.dir={tmp_path / 'sweep'}"], tmp_path, test_cache)
+    proc = run(
+        [
+            "-m",
+            "rlx",
+            "-m",
+            "algo.group_size=1,2",
+            *ONE_STEP_NO_G,
+            *FAST_WARM_START,
+            f"hydra.sweep.dir={tmp_path / 'sweep'}",
+        ],
+        tmp_path,
+        test_cache,
+    )
     assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr, output(proc)
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("rlx: error: a job of the sweep failed (algo.group_size=1"), output(proc)
+    assert len(lines) == 1 and lines[0].startswith("rlx: error: a job of the sweep failed (algo.group_size=1"), output(
+        proc
+    )
     assert "Error executing job" not in proc.stdout + proc.stderr
     statuses = [json.loads((tmp_path / "sweep" / job / "status.json").read_text())["status"] for job in "01"]
     assert statuses == ["failed", "completed"]

@@ -24,8 +24,9 @@ def run_installed(python, argv, cwd, cache):
 
 
 def test_the_wheel_runs_from_an_empty_directory(wheel, tmp_path, test_cache):
-    where = run_installed(wheel, ["-c", "import rlx, rlx.cli.configs as c; print(rlx.__file__, *c.config_dirs())"],
-                          tmp_path, test_cache)
+    where = run_installed(
+        wheel, ["-c", "import rlx, rlx.cli.configs as c; print(rlx.__file__, *c.config_dirs())"], tmp_path, test_cache
+    )
     assert where.returncode == 0 and str(REPO) not in where.stdout, output(where)
     proc = run_installed(wheel, ["-m", "rlx", *ONE_STEP, *FAST_WARM_START], tmp_path, test_cache)
     assert proc.returncode == 0, output(proc)
@@ -34,8 +35,12 @@ def test_the_wheel_runs_from_an_empty_directory(wheel, tmp_path, test_cache):
 
 
 def test_a_sweep_from_the_wheel_runs_as_a_multirun_and_writes_its_report(wheel, tmp_path, test_cache):
-    proc = run_installed(wheel, ["-m", "rlx", "-m", "algo.beta=0,0.04", *ONE_STEP, *FAST_WARM_START,
-                                 "hydra.sweep.dir=sweep"], tmp_path, test_cache)
+    proc = run_installed(
+        wheel,
+        ["-m", "rlx", "-m", "algo.beta=0,0.04", *ONE_STEP, *FAST_WARM_START, "hydra.sweep.dir=sweep"],
+        tmp_path,
+        test_cache,
+    )
     assert proc.returncode == 0, output(proc)
     assert "Launching 2 jobs" in proc.stdout, output(proc)
     report = (tmp_path / "sweep" / "report.md").read_text()
@@ -49,8 +54,22 @@ def test_a_sweep_from_the_wheel_runs_as_a_multirun_and_writes_its_report(wheel, 
 def test_a_sweep_file_with_config_path_still_runs_as_a_multirun(wheel, tmp_path, test_cache):
     """`--config-path` replaces the primary config directory; rlx:// still serves the sweeps, and the sweep runs
     as a multirun (it used to fall back, silently, to one 250-step run)."""
-    proc = run_installed(wheel, ["-m", "rlx", "--config-path", str(REPO / "conf"), "+sweeps=eps_beta_g",
-                                 "algo.epsilon=0.2", "algo.beta=0.0", *ONE_STEP, *FAST_WARM_START,
-                                 "hydra.sweep.dir=sweep"], tmp_path, test_cache)
+    proc = run_installed(
+        wheel,
+        [
+            "-m",
+            "rlx",
+            "--config-path",
+            str(REPO / "conf"),
+            "+sweeps=eps_beta_g",
+            "algo.epsilon=0.2",
+            "algo.beta=0.0",
+            *ONE_STEP,
+            *FAST_WARM_START,
+            "hydra.sweep.dir=sweep",
+        ],
+        tmp_path,
+        test_cache,
+    )
     assert proc.returncode == 0, output(proc)
     assert "Launching 1 jobs" in proc.stdout and "1 runs: 1 completed" in (tmp_path / "sweep" / "report.md").read_text()

@@ -16,8 +16,11 @@ from rlx.cli.help import describe
 from tests.e2e.cli import output, run
 from tests.e2e.readme import compose, sweep_values
 
-NOISE = re.compile(r"warning|Warning|INFO:|💡|litlogger|Epoch \d|it/s|will be deleted|eval mode|Traceback|"
-                   r"Loading weights|Writing model shards|HYDRA_FULL_ERROR", re.IGNORECASE)
+NOISE = re.compile(
+    r"warning|Warning|INFO:|💡|litlogger|Epoch \d|it/s|will be deleted|eval mode|Traceback|"
+    r"Loading weights|Writing model shards|HYDRA_FULL_ERROR",
+    re.IGNORECASE,
+)
 
 
 def test_help_is_rlx_own_generated_and_fast(tmp_path, test_cache):
@@ -40,8 +43,11 @@ def test_help_is_rlx_own_generated_and_fast(tmp_path, test_cache):
 
 def test_help_examples_compose(tmp_path, test_cache):
     text = run(["-m", "rlx", "--help"], tmp_path, test_cache).stdout
-    examples = [line.split("  ")[0].strip() for line in text.split("== Examples ==")[1].split("== More ==")[0]
-                .splitlines() if line.strip().startswith("python -m rlx ")]
+    examples = [
+        line.split("  ")[0].strip()
+        for line in text.split("== Examples ==")[1].split("== More ==")[0].splitlines()
+        if line.strip().startswith("python -m rlx ")
+    ]
     assert len(examples) >= 5
     for example in examples:
         overrides = []
@@ -70,8 +76,13 @@ def test_a_default_run_prints_each_line_once_with_no_third_party_noise(artifacts
 
 def fake_trainer(step: int, total: int = 20) -> SimpleNamespace:
     metrics = {"reward/mean": 0.5, "loss/kl": 0.0123, "loss/clipfrac": 0.0}
-    return SimpleNamespace(global_step=step, max_steps=total, callback_metrics=metrics,
-                           state=SimpleNamespace(fn="fit"), sanity_checking=False)
+    return SimpleNamespace(
+        global_step=step,
+        max_steps=total,
+        callback_metrics=metrics,
+        state=SimpleNamespace(fn="fit"),
+        sanity_checking=False,
+    )
 
 
 class Terminal(io.StringIO):

@@ -19,10 +19,21 @@ from tests.conftest import REPO
 # 16 training prompts (operands 10-14, 9 held out), 4 per step: an epoch of the prompt set is 4 RL steps. A
 # 60-step warm start with a short warm-up leaves rewards between 0.3 and 0.7, so every step has groups with
 # non-zero advantages and really moves the weights and the optimiser state.
-TINY = ["data.low=10", "data.high=14", "data.val_size=9", "data.warm_start_min_match=0",
-        "model.warm_start.steps=60", "model.warm_start.warmup_steps=5", "model.warm_start.corpus_size=500",
-        "model.warm_start.max_attempts=1", "algo.prompts_per_step=4", "algo.group_size=4",
-        "trainer.val_check_interval=3", "samples_every=1", "samples_per_step=2"]
+TINY = [
+    "data.low=10",
+    "data.high=14",
+    "data.val_size=9",
+    "data.warm_start_min_match=0",
+    "model.warm_start.steps=60",
+    "model.warm_start.warmup_steps=5",
+    "model.warm_start.corpus_size=500",
+    "model.warm_start.max_attempts=1",
+    "algo.prompts_per_step=4",
+    "algo.group_size=4",
+    "trainer.val_check_interval=3",
+    "samples_every=1",
+    "samples_per_step=2",
+]
 CLOCK = ("rollout/seconds", "rollout/tok_per_s", "time/")  # wall-clock columns: the only ones allowed to differ
 
 
@@ -30,12 +41,19 @@ def env(cache: Path) -> dict:
     return {**os.environ, "RLX_CACHE": str(cache), "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
 
 
-def rlx(args: list[str], cache: Path, stop_at_row: int | None = None, sig: int = signal.SIGKILL,
-        timeout: float = 600) -> subprocess.CompletedProcess:
+def rlx(
+    args: list[str], cache: Path, stop_at_row: int | None = None, sig: int = signal.SIGKILL, timeout: float = 600
+) -> subprocess.CompletedProcess:
     """`python -m rlx *args`; with `stop_at_row`, send `sig` as soon as metrics.csv holds that step's row."""
     run_dir = next((Path(a.split("=", 1)[1]) for a in args if a.startswith("hydra.run.dir=")), None)
-    proc = subprocess.Popen([sys.executable, "-m", "rlx", *args], cwd=REPO, env=env(cache), text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rlx", *args],
+        cwd=REPO,
+        env=env(cache),
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     if stop_at_row is not None:
         deadline = time.monotonic() + timeout
         while proc.poll() is None and time.monotonic() < deadline:

@@ -12,8 +12,16 @@ pytestmark = pytest.mark.slow
 
 def test_a_reward_that_cannot_score_stops_the_run_naming_it(tmp_path, test_cache):
     run = tmp_path / "run"
-    done = rlx([*TINY, "reward._target_=tests.resume.broken_reward.ScorerDown", "infra_stop.steps=2",
-                "trainer.max_steps=6", f"hydra.run.dir={run}"], test_cache)
+    done = rlx(
+        [
+            *TINY,
+            "reward._target_=tests.resume.broken_reward.ScorerDown",
+            "infra_stop.steps=2",
+            "trainer.max_steps=6",
+            f"hydra.run.dir={run}",
+        ],
+        test_cache,
+    )
     assert done.returncode == 1, done.stdout[-3000:]
     last = done.stdout.strip().splitlines()[-1]
     assert last.startswith("rlx: error: stopped after step 1: the reward ScorerDown (tests.resume.broken_reward)"), last

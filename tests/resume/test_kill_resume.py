@@ -26,10 +26,19 @@ def args(algo: str, curriculum: str, *extra: str) -> list[str]:
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory, test_cache):
     sweep = tmp_path_factory.mktemp("uninterrupted")
-    done = rlx(["-m", "~hydra/callbacks", "algo=grpo,ppo,reinforce", "curriculum=uniform,learnable_band", *TINY,
-                f"trainer.max_steps={STEPS}",
-                f"hydra.sweep.dir={sweep}", "hydra.sweep.subdir=${algo.name}-${hydra:runtime.choices.curriculum}"],
-               test_cache)
+    done = rlx(
+        [
+            "-m",
+            "~hydra/callbacks",
+            "algo=grpo,ppo,reinforce",
+            "curriculum=uniform,learnable_band",
+            *TINY,
+            f"trainer.max_steps={STEPS}",
+            f"hydra.sweep.dir={sweep}",
+            "hydra.sweep.subdir=${algo.name}-${hydra:runtime.choices.curriculum}",
+        ],
+        test_cache,
+    )
     assert done.returncode == 0, done.stdout[-3000:]
     return lambda algo, curriculum: sweep / f"{algo}-{curriculum}"
 
@@ -50,13 +59,18 @@ def assert_same_run(run, reference) -> None:
     assert summary(run)["after"] == summary(reference)["after"]
 
 
-@pytest.mark.parametrize(("algo", "curriculum", "every", "kill_at_row", "position"), [
-    ("grpo", "uniform", 3, 4, 12),  # checkpoint at step 3: 12 of the epoch's 16 prompts used (mid-epoch)
-    ("ppo", "uniform", 4, 5, 16),  # checkpoint at step 4: the epoch's last prompt used (an epoch boundary)
-    ("grpo", "learnable_band", 3, 4, None),
-], ids=["grpo-mid-epoch", "ppo-epoch-boundary", "grpo-learnable_band"])
-def test_sigkill_then_resume_equals_uninterrupted(algo, curriculum, every, kill_at_row, position, uninterrupted,
-                                                  tmp_path, test_cache):
+@pytest.mark.parametrize(
+    ("algo", "curriculum", "every", "kill_at_row", "position"),
+    [
+        ("grpo", "uniform", 3, 4, 12),  # checkpoint at step 3: 12 of the epoch's 16 prompts used (mid-epoch)
+        ("ppo", "uniform", 4, 5, 16),  # checkpoint at step 4: the epoch's last prompt used (an epoch boundary)
+        ("grpo", "learnable_band", 3, 4, None),
+    ],
+    ids=["grpo-mid-epoch", "ppo-epoch-boundary", "grpo-learnable_band"],
+)
+def test_sigkill_then_resume_equals_uninterrupted(
+    algo, curriculum, every, kill_at_row, position, uninterrupted, tmp_path, test_cache
+):
     run = tmp_path / "run"
     run_args = args(algo, curriculum, f"checkpoint.every_n_steps={every}", f"hydra.run.dir={run}")
     killed = rlx(run_args, test_cache, stop_at_row=kill_at_row)

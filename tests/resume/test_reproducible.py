@@ -19,7 +19,9 @@ def test_cold_cache_warm_cache_and_multirun_job_write_identical_metrics(tmp_path
     assert cold.returncode == 0 and warm.returncode == 0, cold.stdout[-2000:] + warm.stdout[-2000:]
     assert "warm start attempt 1" in cold.stdout and "warm start: reusing" in warm.stdout
     # job 1 trains its own warm start after job 0 (another seed) has trained one and run its RL steps
-    sweep = rlx(["-m", "~hydra/callbacks", "seed=1,0", *ARGS, f"hydra.sweep.dir={tmp_path / 'sweep'}"], tmp_path / "fresh-cache")
+    sweep = rlx(
+        ["-m", "~hydra/callbacks", "seed=1,0", *ARGS, f"hydra.sweep.dir={tmp_path / 'sweep'}"], tmp_path / "fresh-cache"
+    )
     assert sweep.returncode == 0, sweep.stdout[-3000:]
     assert sweep.stdout.count("warm start attempt 1") == 2
 

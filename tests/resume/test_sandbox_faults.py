@@ -16,8 +16,14 @@ from tests.conftest import FAST_MODEL, REPO
 from tests.resume.runs import env, training_steps
 
 pytestmark = pytest.mark.slow
-PROGRAMS = ["reward=unit_tests", *FAST_MODEL, "algo.prompts_per_step=4", "algo.group_size=4", "data.val_size=16",
-            "trainer.val_check_interval=100"]
+PROGRAMS = [
+    "reward=unit_tests",
+    *FAST_MODEL,
+    "algo.prompts_per_step=4",
+    "algo.group_size=4",
+    "data.val_size=16",
+    "trainer.val_check_interval=100",
+]
 STEPS = 6
 
 
@@ -35,9 +41,14 @@ def sandbox_servers(parent: int) -> list[int]:
 
 def test_a_killed_sandbox_server_is_restarted_and_training_goes_on(tmp_path, test_cache):
     run = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-m", "rlx", *PROGRAMS, f"trainer.max_steps={STEPS}",
-                             f"hydra.run.dir={run}"], cwd=REPO, env=env(test_cache), text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rlx", *PROGRAMS, f"trainer.max_steps={STEPS}", f"hydra.run.dir={run}"],
+        cwd=REPO,
+        env=env(test_cache),
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     killed = []
     while proc.poll() is None:
         if 1 <= len(training_steps(run)) < STEPS - 1:  # while RL steps are being scored

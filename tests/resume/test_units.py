@@ -62,20 +62,36 @@ def write_csv(path: Path, header: list[str], rows: list[dict]) -> None:
 
 
 def test_trim_drops_rows_from_the_checkpoint_step_on_and_torn_lines(tmp_path):
-    write_csv(tmp_path / "metrics.csv", ["reward/mean", "step", "val/accuracy"],
-              [{"step": 0, "val/accuracy": 0.5}, *({"step": s, "reward/mean": s / 10} for s in range(6)),
-               {"step": 2, "val/accuracy": 0.6}, {"step": 5, "val/accuracy": 0.7}])
+    write_csv(
+        tmp_path / "metrics.csv",
+        ["reward/mean", "step", "val/accuracy"],
+        [
+            {"step": 0, "val/accuracy": 0.5},
+            *({"step": s, "reward/mean": s / 10} for s in range(6)),
+            {"step": 2, "val/accuracy": 0.6},
+            {"step": 5, "val/accuracy": 0.7},
+        ],
+    )
     with (tmp_path / "metrics.csv").open("a") as handle:
         handle.write("0.9,")  # a row cut off by a SIGKILL
-    (tmp_path / "samples.jsonl").write_text("".join(f'{{"step": {s}, "completion": "x"}}\n' for s in range(6))
-                                            + '{"step": 6, "compl')
+    (tmp_path / "samples.jsonl").write_text(
+        "".join(f'{{"step": {s}, "completion": "x"}}\n' for s in range(6)) + '{"step": 6, "compl'
+    )
     assert trim_history(tmp_path, 3) == (5, 4)  # steps 3, 4, 5, the step-5 evaluation, the torn row
     with (tmp_path / "metrics.csv").open(newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert [(r["step"], bool(r["reward/mean"])) for r in rows] == [
-        ("0", False), ("0", True), ("1", True), ("2", True), ("2", False)]  # the step-2 evaluation stays
+        ("0", False),
+        ("0", True),
+        ("1", True),
+        ("2", True),
+        ("2", False),
+    ]  # the step-2 evaluation stays
     assert [line[:10] for line in (tmp_path / "samples.jsonl").read_text().splitlines()] == [
-        '{"step": 0', '{"step": 1', '{"step": 2']
+        '{"step": 0',
+        '{"step": 1',
+        '{"step": 2',
+    ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["metrics.csv", "samples.jsonl"]  # no temporary left
 
 
@@ -91,7 +107,10 @@ def test_appending_writer_keeps_the_history_and_widens_the_header(tmp_path):
         rows = list(reader)
     assert reader.fieldnames == ["reward/mean", "step", "val/accuracy", "val/reward"]
     assert [(r["step"], r["reward/mean"], r["val/accuracy"]) for r in rows] == [
-        ("0", "0.1", ""), ("1", "0.2", ""), ("1", "", "0.25")]
+        ("0", "0.1", ""),
+        ("1", "0.2", ""),
+        ("1", "", "0.25"),
+    ]
 
 
 # ---------------------------------------------------------------- ckpt_path, checked before anything is built
@@ -177,23 +196,38 @@ def test_cache_dir_may_differ_but_the_seed_may_not(cfg_factory, tmp_path):
 
 def test_summary_totals_cover_every_segment(cfg_factory, tmp_path):
     cfg = cfg_factory()
-    path = fake_checkpoint(tmp_path / "a.ckpt", cfg, 4, peak_rss_mb=900.0,
-                           segments=[{"from_step": 0, "to_step": 4, "wall_s": 30.0}])
+    path = fake_checkpoint(
+        tmp_path / "a.ckpt", cfg, 4, peak_rss_mb=900.0, segments=[{"from_step": 0, "to_step": 4, "wall_s": 30.0}]
+    )
     resume = Resume.prepare(cfg_factory(f"ckpt_path={path}"))
     totals = resume.totals(SimpleNamespace(global_step=10), wall_s=12.04, peak_rss_mb=700.0)
-    assert totals == {"wall_s": 42.0, "peak_rss_mb": 900.0, "segments": [
-        {"from_step": 0, "to_step": 4, "wall_s": 30.0}, {"from_step": 4, "to_step": 10, "wall_s": 12.0}]}
+    assert totals == {
+        "wall_s": 42.0,
+        "peak_rss_mb": 900.0,
+        "segments": [{"from_step": 0, "to_step": 4, "wall_s": 30.0}, {"from_step": 4, "to_step": 10, "wall_s": 12.0}],
+    }
 
 
 # ---------------------------------------------------------------- checkpoint callback
 def callback(tmp_path: Path, **kwargs) -> Checkpointing:
-    settings = {"dirpath": str(tmp_path / "checkpoints"), "every_n_steps": 10, "every_minutes": None, "keep": 0,
-                "signals": ["SIGTERM", "SIGUSR1"], "requeue": False, "match": [], "match_ignore": [], "seed": 0}
+    settings = {
+        "dirpath": str(tmp_path / "checkpoints"),
+        "every_n_steps": 10,
+        "every_minutes": None,
+        "keep": 0,
+        "signals": ["SIGTERM", "SIGUSR1"],
+        "requeue": False,
+        "match": [],
+        "match_ignore": [],
+        "seed": 0,
+    }
     return Checkpointing(**{**settings, **kwargs})
 
 
-@pytest.mark.parametrize(("key", "value"), [("every_n_steps", 0), ("every_minutes", 0), ("keep", -2),
-                                            ("signals", ["SIGKILL"]), ("signals", ["SIGNOPE"])])
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("every_n_steps", 0), ("every_minutes", 0), ("keep", -2), ("signals", ["SIGKILL"]), ("signals", ["SIGNOPE"])],
+)
 def test_bad_checkpoint_settings_name_the_key(tmp_path, key, value):
     with pytest.raises(ValueError, match=f"checkpoint.{key}"):
         callback(tmp_path, **{key: value})
@@ -219,12 +253,19 @@ def test_commit_renames_into_last_and_keeps_numbered_links(tmp_path):
 
 def test_checkpoints_fall_due_by_steps_by_minutes_and_at_the_end(tmp_path, monkeypatch):
     clock = [1000.0]
-    monkeypatch.setattr("rlx.callbacks.checkpoint.time", SimpleNamespace(monotonic=lambda: clock[0],
-                                                                          perf_counter=time.perf_counter))
+    monkeypatch.setattr(
+        "rlx.callbacks.checkpoint.time", SimpleNamespace(monotonic=lambda: clock[0], perf_counter=time.perf_counter)
+    )
     written = []
-    trainer = SimpleNamespace(global_step=0, max_steps=100, should_stop=False,
-                              save_checkpoint=lambda path, weights_only: (written.append(trainer.global_step),
-                                                                          Path(path).write_text("state")))
+    trainer = SimpleNamespace(
+        global_step=0,
+        max_steps=100,
+        should_stop=False,
+        save_checkpoint=lambda path, weights_only: (
+            written.append(trainer.global_step),
+            Path(path).write_text("state"),
+        ),
+    )
     cb = callback(tmp_path, every_n_steps=5, every_minutes=2)
     cb.on_train_start(SimpleNamespace(lr_scheduler_configs=[], max_steps=100), None)
     for step in (1, 2, 5, 6):

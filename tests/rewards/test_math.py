@@ -17,13 +17,16 @@ def test_strict_requires_the_whole_completion():
     assert [v.reward for v in verdicts] == [1.0, 0.0, 0.0, 0.0]
 
 
-@pytest.mark.parametrize("text, answer", [
-    ("so \\boxed{\\frac{1}{2}} done", "\\frac{1}{2}"),
-    ("work...\n#### 1,234", "1,234"),
-    ("Answer: 7\nthanks", "7"),
-    ("it is 3 then 42.", "42"),
-    ("nothing", None),
-])
+@pytest.mark.parametrize(
+    "text, answer",
+    [
+        ("so \\boxed{\\frac{1}{2}} done", "\\frac{1}{2}"),
+        ("work...\n#### 1,234", "1,234"),
+        ("Answer: 7\nthanks", "7"),
+        ("it is 3 then 42.", "42"),
+        ("nothing", None),
+    ],
+)
 def test_extract_answer(text, answer):
     assert extract_answer(text) == answer
 

@@ -24,8 +24,9 @@ def test_infra_result_is_labelled_infra():
 
 @pytest.mark.slow
 def test_killed_server_gives_infra_then_recovers():
-    reward = UnitTestsReward(workers=1, scoring="fraction", limits=LIMITS, hide=[], base_uid=61500,
-                             preload=STDLIB_PRELOAD)
+    reward = UnitTestsReward(
+        workers=1, scoring="fraction", limits=LIMITS, hide=[], base_uid=61500, preload=STDLIB_PRELOAD
+    )
     try:
         reward(["def add(a, b):\n    return a + b\n"], [ROW])  # server up
         server = reward.pool.workers[0].process.pid

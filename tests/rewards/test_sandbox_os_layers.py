@@ -41,8 +41,10 @@ def test_os_layers_contain_unguarded_code():
     limits = Limits(wall_s=3.0, cpu_s=2, memory_mb=256, nproc=16, fsize_mb=1, disk_mb=16, record_cap_kb=256)
     pool = SandboxPool(2, ("rlx.rewards.unit_tests_harness", *STDLIB_PRELOAD), {}, (), base_uid=61200)
     try:
-        jobs = [(HARNESS, {"code": textwrap.dedent(code), "calls": ["add(1, 2)"], "guard": False}, limits)
-                for code in CASES.values()]
+        jobs = [
+            (HARNESS, {"code": textwrap.dedent(code), "calls": ["add(1, 2)"], "guard": False}, limits)
+            for code in CASES.values()
+        ]
         results = pool.run(jobs)
         assert all(w.process.poll() is None for w in pool.workers)
         assert processes_of(pool.uids) == []

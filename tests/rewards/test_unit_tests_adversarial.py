@@ -30,35 +30,49 @@ CASES = {
     "os_exit_first": (Status.CRASH, "import os\nos._exit(0)\n"),
     "os_exit_in_call": (Status.CRASH, "import os\ndef add(a, b):\n    os._exit(0)\n"),
     "atexit_exit_0": (Status.FAIL, "import atexit, os\natexit.register(os._exit, 0)\ndef add(a, b):\n    return -7\n"),
-    "always_equal": (Status.FAIL, """
+    "always_equal": (
+        Status.FAIL,
+        """
         class AlwaysEqual:
             def __eq__(self, other): return True
             def __ne__(self, other): return False
         def add(a, b):
             return AlwaysEqual()
-    """),
-    "int_subclass_equal": (Status.FAIL, """
+    """,
+    ),
+    "int_subclass_equal": (
+        Status.FAIL,
+        """
         class Sneaky(int):
             def __eq__(self, other): return True
         def add(a, b):
             return Sneaky(0)
-    """),
-    "conftest_rewrites_reports": (Status.FAIL, """
+    """,
+    ),
+    "conftest_rewrites_reports": (
+        Status.FAIL,
+        """
         open("conftest.py", "w").write(
             "def pytest_runtest_logreport(report):\\n    report.outcome = 'passed'\\n")
         def add(a, b):
             return None
-    """),
+    """,
+    ),
     # Patching builtins breaks the harness's own record writer: the run ends without its records -> CRASH.
-    "patch_builtins": (Status.CRASH, """
+    "patch_builtins": (
+        Status.CRASH,
+        """
         import builtins
         builtins.isinstance = lambda *a: True
         builtins.type = lambda *a: int
         builtins.repr = lambda *a: "3"
         def add(a, b):
             return "3"
-    """),
-    "patch_timers_then_loop": (Status.TIMEOUT, """
+    """,
+    ),
+    "patch_timers_then_loop": (
+        Status.TIMEOUT,
+        """
         import time
         time.time = lambda: 0.0
         time.monotonic = lambda: 0.0
@@ -66,8 +80,11 @@ CASES = {
         def add(a, b):
             while True:
                 pass
-    """),
-    "expected_from_call_stack": (Status.FAIL, """
+    """,
+    ),
+    "expected_from_call_stack": (
+        Status.FAIL,
+        """
         import sys, gc
         def add(a, b):
             found = []
@@ -77,8 +94,11 @@ CASES = {
                 frame = frame.f_back
             found += [o for o in gc.get_objects() if isinstance(o, dict) and "expected" in o]
             return found[0] if found else -12345
-    """),
-    "tests_from_disk": (Status.FAIL, f"""
+    """,
+    ),
+    "tests_from_disk": (
+        Status.FAIL,
+        f"""
         import glob
         def add(a, b):
             for path in [{REPO_FILE!r}] + glob.glob("/work/**/*.py", recursive=True)[:200]:
@@ -89,8 +109,11 @@ CASES = {
                 if "assert add" in text:
                     return int(text.split("==")[1].split()[0])
             return -1
-    """),
-    "forged_records": (Status.FAIL, """
+    """,
+    ),
+    "forged_records": (
+        Status.FAIL,
+        """
         import os, json
         for fd in range(3, 64):
             try:
@@ -99,19 +122,29 @@ CASES = {
                 pass
         def add(a, b):
             return 999
-    """),
+    """,
+    ),
     "infinite_loop": (Status.TIMEOUT, "while True:\n    pass\n"),
-    "sigalrm_ignored_then_loop": (Status.TIMEOUT, """
+    "sigalrm_ignored_then_loop": (
+        Status.TIMEOUT,
+        """
         import signal
         for sig in (signal.SIGALRM, signal.SIGTERM, signal.SIGXCPU, signal.SIGINT):
             signal.signal(sig, signal.SIG_IGN)
         while True:
             pass
-    """),
+    """,
+    ),
     "fork_bomb": (Status.VIOLATION, "import os\nwhile True:\n    os.fork()\n"),
     "memory_bomb": (Status.OOM, "blocks = []\nwhile True:\n    blocks.append(bytearray(50 * 2**20))\n"),
-    "gigabyte_output": (Status.VIOLATION, "import sys\nline = 'x' * 2**20\nfor _ in range(1024):\n    sys.stdout.write(line)\n"),
-    "huge_file": (Status.VIOLATION, "with open('big.bin', 'wb') as f:\n    for _ in range(1024):\n        f.write(b'0' * 2**20)\n"),
+    "gigabyte_output": (
+        Status.VIOLATION,
+        "import sys\nline = 'x' * 2**20\nfor _ in range(1024):\n    sys.stdout.write(line)\n",
+    ),
+    "huge_file": (
+        Status.VIOLATION,
+        "with open('big.bin', 'wb') as f:\n    for _ in range(1024):\n        f.write(b'0' * 2**20)\n",
+    ),
     "write_outside_tmp": (Status.VIOLATION, f"open({PROBE!r}, 'w').write('pwned')\ndef add(a, b):\n    return a + b\n"),
     "write_into_repo": (Status.VIOLATION, f"open({REPO_FILE!r}, 'a').write('pwned')\n"),
     "delete_outside": (Status.VIOLATION, f"import os\nos.remove({SENTINEL!r})\n"),
@@ -120,7 +153,9 @@ CASES = {
     "segfault_ctypes": (Status.VIOLATION, "import ctypes\nctypes.string_at(0)\n"),
     "segfault_no_ctypes": (Status.CRASH, "import faulthandler\nfaulthandler._sigsegv()\n"),
     "kill_parent": (Status.VIOLATION, "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nos.kill(1, 9)\n"),
-    "detached_grandchild": (Status.VIOLATION, """
+    "detached_grandchild": (
+        Status.VIOLATION,
+        """
         import os, time
         if os.fork() == 0:
             os.setsid()
@@ -128,15 +163,17 @@ CASES = {
                 time.sleep(1000)
         def add(a, b):
             return a + b
-    """),
+    """,
+    ),
 }
 
 
 @pytest.fixture(scope="module")
 def outcome():
     open(SENTINEL, "w").write("keep")
-    reward = UnitTestsReward(workers=2, scoring="fraction", limits=LIMITS, hide=[], base_uid=61100,
-                             preload=STDLIB_PRELOAD)
+    reward = UnitTestsReward(
+        workers=2, scoring="fraction", limits=LIMITS, hide=[], base_uid=61100, preload=STDLIB_PRELOAD
+    )
     try:
         names = list(CASES)
         verdicts = reward([textwrap.dedent(CASES[n][1]) for n in names], [ROW] * len(names))

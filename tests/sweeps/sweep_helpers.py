@@ -12,8 +12,13 @@ REPO = Path(__file__).resolve().parents[2]
 # Seconds per run on a 2-core CPU: a 30-step warm start (cached by recipe after the first test session),
 # 2 RL steps of 2 prompts × 2 completions, 32 held-out prompts.
 TINY = [
-    "trainer.max_steps=2", "trainer.val_check_interval=2", "algo.prompts_per_step=2", "algo.group_size=2",
-    "model.warm_start.steps=30", "data.warm_start_min_match=0", "data.val_size=32",
+    "trainer.max_steps=2",
+    "trainer.val_check_interval=2",
+    "algo.prompts_per_step=2",
+    "algo.group_size=2",
+    "model.warm_start.steps=30",
+    "data.warm_start_min_match=0",
+    "data.val_size=32",
     "samples_every=1",
 ]
 
@@ -27,8 +32,14 @@ def offline_env() -> dict:
 
 
 def run_rlx(*args: str, cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rlx", *args], cwd=cwd, env=offline_env(), text=True,
-                          capture_output=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "rlx", *args],
+        cwd=cwd,
+        env=offline_env(),
+        text=True,
+        capture_output=True,
+        timeout=timeout,
+    )
 
 
 def md_table(text: str) -> list[dict[str, str]]:

@@ -8,9 +8,16 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 
-def write_job(job: Path, overrides: list[str], metrics: dict[str, list[float]] | None = None,
-              summary: dict | None = None, status: str | None = "completed", inert: dict | None = None,
-              footprint: dict | None = None, config: dict | None = None) -> Path:
+def write_job(
+    job: Path,
+    overrides: list[str],
+    metrics: dict[str, list[float]] | None = None,
+    summary: dict | None = None,
+    status: str | None = "completed",
+    inert: dict | None = None,
+    footprint: dict | None = None,
+    config: dict | None = None,
+) -> Path:
     """A run directory: .hydra/overrides.yaml, metrics.csv (one row per step), summary.json, status.json,
     and optionally inert.json, footprint.json and config.yaml."""
     (job / ".hydra").mkdir(parents=True, exist_ok=True)

@@ -14,30 +14,65 @@ from tests.sweeps.synthetic import write_job
 STEPS = 20
 
 
-def variant(sweep, n, name, seed, *, before=0.3, after=0.6, zero=0.5, zero_batch=None, fail_len=None,
-            approx_kl=1e-3, state=None, peak=700.0, groups=16.0, seconds=1.0, epsilon=0.2):
+def variant(
+    sweep,
+    n,
+    name,
+    seed,
+    *,
+    before=0.3,
+    after=0.6,
+    zero=0.5,
+    zero_batch=None,
+    fail_len=None,
+    approx_kl=1e-3,
+    state=None,
+    peak=700.0,
+    groups=16.0,
+    seconds=1.0,
+    epsilon=0.2,
+):
     zero_batch = zero if zero_batch is None else zero_batch
     fail_len = fail_len or [5.0] * STEPS
-    metrics = {"reward/mean": [0.5] * STEPS, "reward/zero_std_frac": [zero] * STEPS,
-               "reward/zero_std_frac_batch": zero_batch if isinstance(zero_batch, list) else [zero_batch] * STEPS,
-               "rollout/length_fail": fail_len, "loss/approx_kl": [approx_kl] * STEPS,
-               "curriculum/groups": [groups] * STEPS, "rollout/seconds": [seconds] * STEPS}
+    metrics = {
+        "reward/mean": [0.5] * STEPS,
+        "reward/zero_std_frac": [zero] * STEPS,
+        "reward/zero_std_frac_batch": zero_batch if isinstance(zero_batch, list) else [zero_batch] * STEPS,
+        "rollout/length_fail": fail_len,
+        "loss/approx_kl": [approx_kl] * STEPS,
+        "curriculum/groups": [groups] * STEPS,
+        "rollout/seconds": [seconds] * STEPS,
+    }
     footprint = {"state_bytes": {"total": state}, "start_model": ""} if state else None
-    return write_job(sweep / str(n), [f"+sweeps/claims={name}", f"seed={seed}"], metrics,
-                     {"before": {"val/accuracy": before}, "after": {"val/accuracy": after}, "peak_rss_mb": peak,
-                      "wall_s": 60.0, "steps": STEPS}, footprint=footprint,
-                     config={"algo": {"epsilon": epsilon}})
+    return write_job(
+        sweep / str(n),
+        [f"+sweeps/claims={name}", f"seed={seed}"],
+        metrics,
+        {
+            "before": {"val/accuracy": before},
+            "after": {"val/accuracy": after},
+            "peak_rss_mb": peak,
+            "wall_s": 60.0,
+            "steps": STEPS,
+        },
+        footprint=footprint,
+        config={"algo": {"epsilon": epsilon}},
+    )
 
 
 def sweep_where_everything_holds(root, seeds=(0, 1)):
     n = 0
     for seed in seeds:
         for name, kw in {
-            "ppo": {"state": 32e6, "peak": 1400.0}, "reinforce": {"state": 16e6, "peak": 700.0},
-            "grpo": {"zero": 0.6, "fail_len": [5.0] * 10 + [9.0] * 10, "approx_kl": 2e-3}, "dapo": {},
-            "dr_grpo": {"fail_len": [5.0] * 10 + [6.0] * 10}, "grpo_band": {"zero": 0.3},
+            "ppo": {"state": 32e6, "peak": 1400.0},
+            "reinforce": {"state": 16e6, "peak": 700.0},
+            "grpo": {"zero": 0.6, "fail_len": [5.0] * 10 + [9.0] * 10, "approx_kl": 2e-3},
+            "dapo": {},
+            "dr_grpo": {"fail_len": [5.0] * 10 + [6.0] * 10},
+            "grpo_band": {"zero": 0.3},
             "grpo_dynamic": {"zero": 0.6, "zero_batch": 0.0, "groups": 40.0, "seconds": 2.5},
-            "grpo_beta0": {}, "grpo_eps_small": {"approx_kl": 5e-4, "epsilon": 0.05},
+            "grpo_beta0": {},
+            "grpo_eps_small": {"approx_kl": 5e-4, "epsilon": 0.05},
         }.items():
             variant(root, n, name, seed, **kw)
             n += 1
@@ -72,17 +107,24 @@ def test_every_claim_holds_on_runs_that_show_it(tmp_path):
     claims = by_claim(rows)
     assert len(rows) == 12  # 5 algorithms, 2 for (b), (c), 2 for (d), (e), (f)
     assert {r.verdict for r in rows} == {"holds"}, [(r.claim, r.verdict) for r in rows if r.verdict != "holds"]
-    assert "held-out acc 0.300 ± 0.000 → 0.600 ± 0.000" in claims["(a) ppo beats the SFT imitation ceiling on held-out data"].measured
+    assert (
+        "held-out acc 0.300 ± 0.000 → 0.600 ± 0.000"
+        in claims["(a) ppo beats the SFT imitation ceiling on held-out data"].measured
+    )
     b = claims["(b) dynamic sampling trains on no zero-variance group"].measured
     assert "2.50 ± 0.00× the groups generated" in b and "2.50 ± 0.00× the generation time" in b
     # growth of failed lengths: GRPO 9 − 5 = +4 tokens, Dr. GRPO 6 − 5 = +1 token (means of the last/first 2 steps)
     c = claims["(c) Dr. GRPO grows the length of wrong answers less than GRPO"].measured
     assert "GRPO +4.00 ± 0.00" in c and "Dr. GRPO +1.00 ± 0.00" in c
     assert "2.00 ± 0.00×" in claims["(d) PPO's critic roughly doubles the training-state bytes"].measured
-    assert "β = 0.04 0.100 ± 0.000, β = 0 0.300 ± 0.000" in claims[
-        "(e) β > 0 keeps the KL to the reference lower than β = 0 at comparable reward"].measured
-    assert "ε = 0.05 0.00050 ± 0.00000, ε = 0.2 0.00200 ± 0.00000" in claims[
-        "(f) a small ε keeps the per-step approx-KL to the sampling policy below a large ε's"].measured
+    assert (
+        "β = 0.04 0.100 ± 0.000, β = 0 0.300 ± 0.000"
+        in claims["(e) β > 0 keeps the KL to the reference lower than β = 0 at comparable reward"].measured
+    )
+    assert (
+        "ε = 0.05 0.00050 ± 0.00000, ε = 0.2 0.00200 ± 0.00000"
+        in claims["(f) a small ε keeps the per-step approx-KL to the sampling policy below a large ε's"].measured
+    )
     assert "does not exceed" in ranking  # every algorithm reached 0.6: no gap
 
 
@@ -99,16 +141,20 @@ def test_claims_that_do_not_hold_are_reported_with_their_numbers(tmp_path):
         variant(tmp_path, n + 7, "grpo_beta0", seed)
     _, runs = load_sweep(tmp_path)
     claims = by_claim(evaluate(runs, measure_kl=lambda job: 0.2)[0])  # equal KL: β did not help
-    for name in ["(a) ppo beats the SFT imitation ceiling on held-out data",
-                 "(b) learnable_band lowers the share of generated zero-variance groups",
-                 "(b) dynamic sampling trains on no zero-variance group",
-                 "(c) Dr. GRPO grows the length of wrong answers less than GRPO",
-                 "(d) PPO's critic roughly doubles the training-state bytes",
-                 "(d) PPO's critic roughly doubles peak memory",
-                 "(e) β > 0 keeps the KL to the reference lower than β = 0 at comparable reward",
-                 "(f) a small ε keeps the per-step approx-KL to the sampling policy below a large ε's"]:
+    for name in [
+        "(a) ppo beats the SFT imitation ceiling on held-out data",
+        "(b) learnable_band lowers the share of generated zero-variance groups",
+        "(b) dynamic sampling trains on no zero-variance group",
+        "(c) Dr. GRPO grows the length of wrong answers less than GRPO",
+        "(d) PPO's critic roughly doubles the training-state bytes",
+        "(d) PPO's critic roughly doubles peak memory",
+        "(e) β > 0 keeps the KL to the reference lower than β = 0 at comparable reward",
+        "(f) a small ε keeps the per-step approx-KL to the sampling policy below a large ε's",
+    ]:
         assert claims[name].verdict == "does not hold", (name, claims[name])
-    assert "0.300 ± 0.000 → 0.290 ± 0.000" in claims["(a) ppo beats the SFT imitation ceiling on held-out data"].measured
+    assert (
+        "0.300 ± 0.000 → 0.290 ± 0.000" in claims["(a) ppo beats the SFT imitation ceiling on held-out data"].measured
+    )
     assert "1.06 ± 0.00×" in claims["(d) PPO's critic roughly doubles the training-state bytes"].measured
     # the algorithms that never ran cannot be judged
     assert claims["(a) dapo beats the SFT imitation ceiling on held-out data"].verdict == "inconclusive"
@@ -125,8 +171,10 @@ def test_seeds_that_disagree_or_a_single_seed_are_inconclusive(tmp_path):
     _, runs = load_sweep(tmp_path)
     claims = by_claim(evaluate(runs, measure_kl=fake_kl)[0])
     assert claims["(b) learnable_band lowers the share of generated zero-variance groups"].verdict == "inconclusive"
-    assert claims["(e) β > 0 keeps the KL to the reference lower than β = 0 at comparable reward"].verdict == \
-        "inconclusive"
+    assert (
+        claims["(e) β > 0 keeps the KL to the reference lower than β = 0 at comparable reward"].verdict
+        == "inconclusive"
+    )
     assert claims["(a) ppo beats the SFT imitation ceiling on held-out data"].verdict == "inconclusive"
 
 

@@ -11,9 +11,17 @@ from tests.sweeps.sweep_helpers import md_table, run_rlx
 
 pytestmark = pytest.mark.slow
 
-SHRUNK = ["trainer.max_steps=1", "trainer.val_check_interval=1", "algo.prompts_per_step=2", "algo.group_size=2",
-          "model.warm_start.steps=30", "data.warm_start_min_match=0", "data.train_size=40", "data.val_size=8",
-          "seed=0"]
+SHRUNK = [
+    "trainer.max_steps=1",
+    "trainer.val_check_interval=1",
+    "algo.prompts_per_step=2",
+    "algo.group_size=2",
+    "model.warm_start.steps=30",
+    "data.warm_start_min_match=0",
+    "data.train_size=40",
+    "data.val_size=8",
+    "seed=0",
+]
 
 
 def test_seed_claims_sweep_writes_claims_md(tmp_path):

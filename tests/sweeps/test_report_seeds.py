@@ -22,10 +22,12 @@ def seed_sweep(root, afters: dict[str, list[float]]):
     for c, (beta, values) in enumerate(afters.items()):
         for seed, after in enumerate(values):
             rewards = [0.2 + 0.3 * c + 0.01 * i * (1 + seed) for i in range(30)]
-            write_job(root / str(n), [f"algo.beta={beta}", f"seed={seed}"], {"reward/mean": rewards,
-                      "rollout/length_mean": [5.0] * 30},
-                      {"before": {"val/accuracy": 0.3}, "after": {"val/accuracy": after}, "wall_s": 10.0 + n,
-                       "steps": 30})
+            write_job(
+                root / str(n),
+                [f"algo.beta={beta}", f"seed={seed}"],
+                {"reward/mean": rewards, "rollout/length_mean": [5.0] * 30},
+                {"before": {"val/accuracy": 0.3}, "after": {"val/accuracy": after}, "wall_s": 10.0 + n, "steps": 30},
+            )
             n += 1
     return root
 
@@ -65,16 +67,25 @@ def test_seed_plots_draw_one_band_per_configuration(tmp_path):
 def test_swept_key_inert_in_every_run_is_marked(tmp_path):
     why = "one optimiser step per rollout batch: the ratio is exactly 1"
     for n, eps in enumerate(["0.1", "0.2"]):
-        write_job(tmp_path / str(n), [f"algo.epsilon={eps}"], {"reward/mean": [0.1, 0.2]},
-                  {"after": {"val/accuracy": 0.5}}, inert={"algo.epsilon": why})
+        write_job(
+            tmp_path / str(n),
+            [f"algo.epsilon={eps}"],
+            {"reward/mean": [0.1, 0.2]},
+            {"after": {"val/accuracy": 0.5}},
+            inert={"algo.epsilon": why},
+        )
     text = write_report(tmp_path).read_text()
     assert f"**Inert**: `algo.epsilon` could not change anything in every run: {why}" in text
     assert [r["algo.epsilon"] for r in md_table(text)] == ["0.1", "0.2"]  # inert everywhere: said once, above
 
 
 def test_swept_key_inert_in_some_runs_is_marked_per_cell(tmp_path):
-    write_job(tmp_path / "0", ["algo.epsilon=0.1", "algo.update_epochs=1"], {"reward/mean": [0.1]},
-              inert={"algo.epsilon": "one update"})
+    write_job(
+        tmp_path / "0",
+        ["algo.epsilon=0.1", "algo.update_epochs=1"],
+        {"reward/mean": [0.1]},
+        inert={"algo.epsilon": "one update"},
+    )
     write_job(tmp_path / "1", ["algo.epsilon=0.1", "algo.update_epochs=2"], {"reward/mean": [0.1]}, inert={})
     (tmp_path / "sweep.json").write_text('{"swept": ["algo.epsilon", "algo.update_epochs"]}')
     text = write_report(tmp_path).read_text()
@@ -84,14 +95,28 @@ def test_swept_key_inert_in_some_runs_is_marked_per_cell(tmp_path):
 
 
 def test_single_run_report_from_the_cli(tmp_path):
-    run = write_job(tmp_path / "run", ["algo.beta=0.04"],
-                    {"reward/mean": [0.1 * i for i in range(25)], "loss/kl": [0.001 * i for i in range(25)],
-                     "loss/approx_kl": [1e-4] * 25, "rollout/length_mean": [4 + 0.1 * i for i in range(25)],
-                     "rollout/length_fail": [5.0] * 25},
-                    {"before": {"val/accuracy": 0.3}, "after": {"val/accuracy": 0.7}, "steps": 25, "wall_s": 9.5},
-                    status=None, inert={"algo.epsilon": "one update"})
-    out = subprocess.run([sys.executable, "-m", "rlx.report", str(run)], cwd=REPO, env=offline_env(), text=True,
-                         capture_output=True, timeout=120)
+    run = write_job(
+        tmp_path / "run",
+        ["algo.beta=0.04"],
+        {
+            "reward/mean": [0.1 * i for i in range(25)],
+            "loss/kl": [0.001 * i for i in range(25)],
+            "loss/approx_kl": [1e-4] * 25,
+            "rollout/length_mean": [4 + 0.1 * i for i in range(25)],
+            "rollout/length_fail": [5.0] * 25,
+        },
+        {"before": {"val/accuracy": 0.3}, "after": {"val/accuracy": 0.7}, "steps": 25, "wall_s": 9.5},
+        status=None,
+        inert={"algo.epsilon": "one update"},
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "rlx.report", str(run)],
+        cwd=REPO,
+        env=offline_env(),
+        text=True,
+        capture_output=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     text = (run / "report.md").read_text()
     row = md_table(text)[0]
@@ -104,6 +129,12 @@ def test_single_run_report_from_the_cli(tmp_path):
 
 
 def test_report_cli_refuses_a_directory_that_is_neither(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "rlx.report", str(tmp_path)], cwd=REPO, env=offline_env(), text=True,
-                         capture_output=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "rlx.report", str(tmp_path)],
+        cwd=REPO,
+        env=offline_env(),
+        text=True,
+        capture_output=True,
+        timeout=120,
+    )
     assert out.returncode == 1 and "neither a sweep directory" in out.stderr

@@ -14,6 +14,7 @@ from hydra.errors import ConfigCompositionException
 from hydra.plugins.search_path_plugin import SearchPathPlugin
 from hydra.utils import get_class, instantiate
 from omegaconf import OmegaConf
+
 from tests.sweeps.sweep_helpers import REPO, offline_env
 
 SWEEPS = sorted(p.stem for p in (REPO / "sweeps").glob("*.yaml"))
@@ -98,12 +99,29 @@ def test_user_config_dir_composes_with_rlx_conf_and_sweeps(tmp_path):
     (tmp_path / "my_conf" / "experiment").mkdir(parents=True)
     (tmp_path / "my_conf" / "sweeps").mkdir()
     (tmp_path / "my_conf" / "experiment" / "mine.yaml").write_text(
-        "# @package _global_\nalgo:\n  beta: 0.123\ntrainer:\n  max_steps: 7\n")
+        "# @package _global_\nalgo:\n  beta: 0.123\ntrainer:\n  max_steps: 7\n"
+    )
     (tmp_path / "my_conf" / "sweeps" / "mine.yaml").write_text(
-        "# @package _global_\nhydra:\n  mode: MULTIRUN\n  sweeper:\n    params:\n      algo.group_size: 2,3\n")
-    out = subprocess.run([sys.executable, "-m", "rlx", "--config-dir", str(tmp_path / "my_conf"),
-                          "+experiment=mine", "+sweeps=mine", "--cfg", "all"],
-                         cwd=tmp_path, env=offline_env(), text=True, capture_output=True, timeout=120)
+        "# @package _global_\nhydra:\n  mode: MULTIRUN\n  sweeper:\n    params:\n      algo.group_size: 2,3\n"
+    )
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rlx",
+            "--config-dir",
+            str(tmp_path / "my_conf"),
+            "+experiment=mine",
+            "+sweeps=mine",
+            "--cfg",
+            "all",
+        ],
+        cwd=tmp_path,
+        env=offline_env(),
+        text=True,
+        capture_output=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     cfg = OmegaConf.create(out.stdout)
     assert cfg.algo.beta == 0.123 and cfg.trainer.max_steps == 7
@@ -115,7 +133,8 @@ def test_a_users_own_hydra_app_composes_rlx_groups(tmp_path):
     """The plugin appends rlx's conf/ to every Hydra app's search path, below the app's own configs."""
     (tmp_path / "conf").mkdir()
     (tmp_path / "conf" / "app.yaml").write_text("defaults:\n  - advantage: rloo\n  - _self_\nmine: 1\n")
-    (tmp_path / "app.py").write_text(textwrap.dedent("""
+    (tmp_path / "app.py").write_text(
+        textwrap.dedent("""
         import hydra
 
         @hydra.main(version_base="1.3", config_path="conf", config_name="app")
@@ -123,8 +142,15 @@ def test_a_users_own_hydra_app_composes_rlx_groups(tmp_path):
             print("ADV", cfg.advantage._target_, cfg.mine)
 
         main()
-    """))
-    out = subprocess.run([sys.executable, "app.py", "hydra.run.dir=."], cwd=tmp_path, env=offline_env(),
-                         text=True, capture_output=True, timeout=120)
+    """)
+    )
+    out = subprocess.run(
+        [sys.executable, "app.py", "hydra.run.dir=."],
+        cwd=tmp_path,
+        env=offline_env(),
+        text=True,
+        capture_output=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "ADV rlx.algos.advantages" in out.stdout and out.stdout.strip().endswith(" 1")

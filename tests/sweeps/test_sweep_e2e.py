@@ -10,6 +10,7 @@ import matplotlib.image
 import numpy as np
 import pytest
 from omegaconf import OmegaConf
+
 from tests.sweeps.sweep_helpers import TINY, md_table, run_rlx
 from tests.sweeps.wandb_offline import read_run
 
@@ -23,8 +24,14 @@ def grid_sweep(tmp_path_factory):
     """A 2 × 2 sweep (ε × β), logger=wandb with no key and no network, basic launcher."""
     root = tmp_path_factory.mktemp("grid")
     sweep = root / "multirun" / "grid"
-    out = run_rlx("-m", *[f"{k}={','.join(v)}" for k, v in GRID.items()], "logger=wandb", *TINY,
-                  f"hydra.sweep.dir={sweep}", cwd=root)
+    out = run_rlx(
+        "-m",
+        *[f"{k}={','.join(v)}" for k, v in GRID.items()],
+        "logger=wandb",
+        *TINY,
+        f"hydra.sweep.dir={sweep}",
+        cwd=root,
+    )
     assert out.returncode == 0, out.stderr[-4000:]
     return sweep, out
 
@@ -44,8 +51,9 @@ def test_report_has_one_row_per_run_with_its_overrides_and_logged_metrics(grid_s
     assert f"sweep report: {sweep / 'report.md'}" in out.stdout
     rows = md_table((sweep / "report.md").read_text())
     assert len(rows) == 4
-    assert sorted((r["algo.epsilon"], r["algo.beta"]) for r in rows) == \
-        sorted((e, b) for e in GRID["algo.epsilon"] for b in GRID["algo.beta"])
+    assert sorted((r["algo.epsilon"], r["algo.beta"]) for r in rows) == sorted(
+        (e, b) for e in GRID["algo.epsilon"] for b in GRID["algo.beta"]
+    )
     for row in rows:
         job = sweep / row["run"].split("]")[0].lstrip("[")
         # the row's override values are that run's: check them against the config the run really used
@@ -110,8 +118,15 @@ def test_wandb_offline_runs_share_the_sweep_group_and_log_history(grid_sweep):
 def test_a_sweep_with_a_crashed_job_still_gets_its_report(tmp_path):
     sweep = tmp_path / "crash"
     # group_size=1 fails grpo's config check in the job; group_size=2 runs after it
-    out = run_rlx("-m", "algo.group_size=1,2", *[o for o in TINY if not o.startswith("algo.group_size")],
-                  "trainer.max_steps=1", "trainer.val_check_interval=1", f"hydra.sweep.dir={sweep}", cwd=tmp_path)
+    out = run_rlx(
+        "-m",
+        "algo.group_size=1,2",
+        *[o for o in TINY if not o.startswith("algo.group_size")],
+        "trainer.max_steps=1",
+        "trainer.val_check_interval=1",
+        f"hydra.sweep.dir={sweep}",
+        cwd=tmp_path,
+    )
     assert out.returncode != 0  # a sweep with a failed job fails ...
     rows = md_table((sweep / "report.md").read_text())  # ... and still reports
     assert [(r["algo.group_size"], r["status"]) for r in rows] == [("1", "**FAILED**"), ("2", "completed")]

@@ -8,11 +8,11 @@ import json
 import pytest
 from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import OmegaConf
-from tests.sweeps.sweep_helpers import md_table
 
 from rlx.report import write_report
 from rlx.report.callback import SweepReport, swept_keys
 from rlx.report.runs import differing_keys, load_sweep, split_override, sweep_name, tail_mean
+from tests.sweeps.sweep_helpers import md_table
 
 
 def make_job(sweep, num, overrides, rewards=None, summary=None, status=None):
@@ -34,14 +34,23 @@ def make_job(sweep, num, overrides, rewards=None, summary=None, status=None):
 def sweep(tmp_path):
     sweep = tmp_path / "multirun" / "eps" / "2026-01-01_00-00-00"
     common = ["trainer.max_steps=3"]
-    make_job(sweep, 0, ["algo.beta=0.0", *common], [0.1, 0.2, 0.4],
-             {"before": {"val/accuracy": 0.5}, "after": {"val/accuracy": 0.75}, "wall_s": 12.3, "steps": 3},
-             {"status": "completed"})
-    make_job(sweep, 1, ["algo.beta=0.04", *common], [0.0, 0.1, 0.3],
-             {"before": {"val/accuracy": 0.5}, "after": {"val/accuracy": 0.625}, "wall_s": 11.0, "steps": 3},
-             {"status": "completed"})
-    make_job(sweep, 2, ["algo.beta=0.1", *common], [0.0],
-             status={"status": "failed", "error": "RuntimeError: boom"})
+    make_job(
+        sweep,
+        0,
+        ["algo.beta=0.0", *common],
+        [0.1, 0.2, 0.4],
+        {"before": {"val/accuracy": 0.5}, "after": {"val/accuracy": 0.75}, "wall_s": 12.3, "steps": 3},
+        {"status": "completed"},
+    )
+    make_job(
+        sweep,
+        1,
+        ["algo.beta=0.04", *common],
+        [0.0, 0.1, 0.3],
+        {"before": {"val/accuracy": 0.5}, "after": {"val/accuracy": 0.625}, "wall_s": 11.0, "steps": 3},
+        {"status": "completed"},
+    )
+    make_job(sweep, 2, ["algo.beta=0.1", *common], [0.0], status={"status": "failed", "error": "RuntimeError: boom"})
     (sweep / "sweep.json").write_text(json.dumps({"swept": ["algo.beta"], "command": "python -m rlx ..."}))
     return sweep
 
@@ -71,9 +80,16 @@ def test_a_job_without_status_or_summary_is_not_reported_as_completed(tmp_path):
 
 
 def test_swept_keys_from_command_line_and_sweeper_params():
-    cfg = OmegaConf.create({"hydra": {"overrides": {"task": ["algo.epsilon=0.1,0.2", "trainer.max_steps=3",
-                                                             "+seed=range(0,3)", "algo=glob(*)"]},
-                                      "sweeper": {"params": {"algo.beta": "0,0.04"}}}})
+    cfg = OmegaConf.create(
+        {
+            "hydra": {
+                "overrides": {
+                    "task": ["algo.epsilon=0.1,0.2", "trainer.max_steps=3", "+seed=range(0,3)", "algo=glob(*)"]
+                },
+                "sweeper": {"params": {"algo.beta": "0,0.04"}},
+            }
+        }
+    )
     assert swept_keys(cfg) == ["algo.epsilon", "seed", "algo", "algo.beta"]
 
 

@@ -14,8 +14,13 @@ def composition_error(override: str) -> ConfigCompositionException:
     return ConfigCompositionException(f"Could not override '{key}'.\nTo append to your config use +{override}")
 
 
-CONFIG = OmegaConf.create({"algo": {"_target_": "rlx.algos.spec.Algorithm", "epsilon": 0.2, "beta": 0.04},
-                           "trainer": {"_target_": "lightning.pytorch.Trainer", "max_steps": 250}, "seed": 0})
+CONFIG = OmegaConf.create(
+    {
+        "algo": {"_target_": "rlx.algos.spec.Algorithm", "epsilon": 0.2, "beta": 0.04},
+        "trainer": {"_target_": "lightning.pytorch.Trainer", "max_steps": 250},
+        "seed": 0,
+    }
+)
 
 
 def test_did_you_mean_picks_the_close_candidate_or_none():
@@ -57,8 +62,9 @@ def test_unknown_top_level_key_suggests_the_group():
 
 @pytest.mark.parametrize("name, guess", [("grpoo", "grpo"), ("xyz", None)])
 def test_missing_option_lists_the_options(name, guess):
-    err = MissingConfigException(f"Could not find 'algo/{name}'", missing_cfg_file=f"algo/{name}",
-                                 options=["dapo", "grpo", "ppo"])
+    err = MissingConfigException(
+        f"Could not find 'algo/{name}'", missing_cfg_file=f"algo/{name}", options=["dapo", "grpo", "ppo"]
+    )
     message = explain(err)
     assert message.startswith(f"algo={name}: no such option.") and message.endswith("Options of algo: dapo, grpo, ppo")
     assert (f"did you mean algo={guess}?" in message) == (guess is not None)
@@ -69,4 +75,7 @@ def test_missing_mandatory_value_names_the_key():
     try:
         cfg.data.train_file  # noqa: B018 — the access raises
     except Exception as err:  # noqa: BLE001
-        assert explain(err) == "data.train_file has no value (??? in its config): add data.train_file=<value> to the command line"
+        assert (
+            explain(err)
+            == "data.train_file has no value (??? in its config): add data.train_file=<value> to the command line"
+        )

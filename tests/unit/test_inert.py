@@ -19,9 +19,15 @@ SINGLE = ["algo.update_epochs=1", "algo.minibatches=1"]  # one optimiser step pe
 
 
 def parts(cfg) -> Parts:
-    return Parts(cfg=cfg, algo=build_node(cfg, "algo"), advantage=build_node(cfg, "advantage"),
-                 task=build_node(cfg, "data"), reward=build_node(cfg, "reward"), sampler=build_node(cfg, "curriculum"),
-                 model=build_node(cfg, "model"))
+    return Parts(
+        cfg=cfg,
+        algo=build_node(cfg, "algo"),
+        advantage=build_node(cfg, "advantage"),
+        task=build_node(cfg, "data"),
+        reward=build_node(cfg, "reward"),
+        sampler=build_node(cfg, "curriculum"),
+        model=build_node(cfg, "model"),
+    )
 
 
 def inert(cfg_factory, overrides, keys):
@@ -29,8 +35,9 @@ def inert(cfg_factory, overrides, keys):
 
 
 def test_epsilon_is_inert_with_one_update_per_batch_and_acts_with_more(cfg_factory):
-    found = inert(cfg_factory, ["algo=grpo", *SINGLE], ["algo.epsilon", "algo.epsilon_high", "algo.beta",
-                                                         "policy_loss.epsilon"])
+    found = inert(
+        cfg_factory, ["algo=grpo", *SINGLE], ["algo.epsilon", "algo.epsilon_high", "algo.beta", "policy_loss.epsilon"]
+    )
     assert set(found) == {"algo.epsilon", "algo.epsilon_high", "policy_loss.epsilon"}  # β acts (a reference at 0.04)
     assert "exactly 1" in found["algo.epsilon"] and "algo.update_epochs" in found["algo.epsilon"]
     assert inert(cfg_factory, ["algo=grpo", *SINGLE[1:], "algo.update_epochs=2"], ["algo.epsilon"]) == {}
@@ -54,13 +61,27 @@ def test_kl_keys_are_inert_at_beta_zero_and_beta_without_an_estimator(cfg_factor
 
 
 def test_curriculum_and_warm_start_keys(cfg_factory):
-    assert "unpaced" in inert(cfg_factory, ["curriculum=sorted", "curriculum.pace_steps=0"],
-                              ["curriculum.pace_start"])["curriculum.pace_start"]
+    assert (
+        "unpaced"
+        in inert(cfg_factory, ["curriculum=sorted", "curriculum.pace_steps=0"], ["curriculum.pace_start"])[
+            "curriculum.pace_start"
+        ]
+    )
     assert inert(cfg_factory, ["curriculum=sorted"], ["curriculum.pace_start"]) == {}
-    assert set(inert(cfg_factory, ["curriculum=learnable_band", "curriculum.explore=1.0"],
-                     ["curriculum.lo", "curriculum.hi", "curriculum.explore"])) == {"curriculum.lo", "curriculum.hi"}
-    assert set(inert(cfg_factory, ["model.warm_start.max_attempts=1"],
-                     ["model.warm_start.retry_init_std", "model.warm_start.steps"])) == {"model.warm_start.retry_init_std"}
+    assert set(
+        inert(
+            cfg_factory,
+            ["curriculum=learnable_band", "curriculum.explore=1.0"],
+            ["curriculum.lo", "curriculum.hi", "curriculum.explore"],
+        )
+    ) == {"curriculum.lo", "curriculum.hi"}
+    assert set(
+        inert(
+            cfg_factory,
+            ["model.warm_start.max_attempts=1"],
+            ["model.warm_start.retry_init_std", "model.warm_start.steps"],
+        )
+    ) == {"model.warm_start.retry_init_std"}
     assert inert(cfg_factory, [], ["reward.timeout_s"])["reward.timeout_s"].startswith("reward.verifier=exact")
     assert inert(cfg_factory, ["reward.verifier=math_verify"], ["reward.timeout_s"]) == {}
 
@@ -68,15 +89,38 @@ def test_curriculum_and_warm_start_keys(cfg_factory):
 def test_task_and_model_declarations():
     """Rules over components the config tree cannot combine today: a task without a plateau loss, a model
     loaded from a directory, a run without a critic, no soft overlong punishment."""
-    algo = SimpleNamespace(critic=None, shaping=SimpleNamespace(max_length=None), beta=0.0,
-                           kl=SimpleNamespace(estimator=None))
-    p = Parts(cfg=None, algo=algo, advantage=None, reward=None, sampler=None,
-              task=SimpleNamespace(warm_start_plateau_loss=None), model=SimpleNamespace(name_or_path="/m"))
-    found = find_inert(p, ["model.warm_start.plateau_check_step", "data.teacher_carry_drop",
-                           "data.warm_start_min_match", "algo.critic.value_clip", "algo.shaping.overlong_cache_length",
-                           "data.val_size", "algo.beta"])
-    assert set(found) == {"model.warm_start.plateau_check_step", "data.teacher_carry_drop", "data.warm_start_min_match",
-                          "algo.critic.value_clip", "algo.shaping.overlong_cache_length", "algo.beta"}
+    algo = SimpleNamespace(
+        critic=None, shaping=SimpleNamespace(max_length=None), beta=0.0, kl=SimpleNamespace(estimator=None)
+    )
+    p = Parts(
+        cfg=None,
+        algo=algo,
+        advantage=None,
+        reward=None,
+        sampler=None,
+        task=SimpleNamespace(warm_start_plateau_loss=None),
+        model=SimpleNamespace(name_or_path="/m"),
+    )
+    found = find_inert(
+        p,
+        [
+            "model.warm_start.plateau_check_step",
+            "data.teacher_carry_drop",
+            "data.warm_start_min_match",
+            "algo.critic.value_clip",
+            "algo.shaping.overlong_cache_length",
+            "data.val_size",
+            "algo.beta",
+        ],
+    )
+    assert set(found) == {
+        "model.warm_start.plateau_check_step",
+        "data.teacher_carry_drop",
+        "data.warm_start_min_match",
+        "algo.critic.value_clip",
+        "algo.shaping.overlong_cache_length",
+        "algo.beta",
+    }
     assert "no critic" in found["algo.critic.value_clip"]
 
 
@@ -84,8 +128,16 @@ def test_warn_inert_logs_each_key_and_writes_inert_json(cfg_factory, tmp_path, c
     cfg = cfg_factory("algo=grpo", *SINGLE)
     p = parts(cfg)
     with caplog.at_level(logging.WARNING, logger="rlx.inert"):
-        found = warn_inert(cfg, {"algo.epsilon": "0.1", "algo.group_size": "4"}, algo=p.algo, advantage=p.advantage,
-                           task=p.task, reward=p.reward, sampler=p.sampler, model=p.model)
+        found = warn_inert(
+            cfg,
+            {"algo.epsilon": "0.1", "algo.group_size": "4"},
+            algo=p.algo,
+            advantage=p.advantage,
+            task=p.task,
+            reward=p.reward,
+            sampler=p.sampler,
+            model=p.model,
+        )
     assert list(found) == ["algo.epsilon"]
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 1 and lines[0].startswith("algo.epsilon=0.1 has no effect in this run: one optimiser step")
@@ -93,11 +145,21 @@ def test_warn_inert_logs_each_key_and_writes_inert_json(cfg_factory, tmp_path, c
 
 
 def test_command_line_keys_leave_out_groups_deletions_and_hydra_keys():
-    overrides = ["algo=reinforce", "kl=k1", "algo.epsilon=0.1", "+algo.shaping.clip_low=0", "~samples_every",
-                 "hydra.job.chdir=false", "seed=3"]
+    overrides = [
+        "algo=reinforce",
+        "kl=k1",
+        "algo.epsilon=0.1",
+        "+algo.shaping.clip_low=0",
+        "~samples_every",
+        "hydra.job.chdir=false",
+        "seed=3",
+    ]
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cfg = compose("config", overrides=[o for o in overrides if o != "~samples_every" and "clip_low" not in o],
-                      return_hydra_config=True)
+        cfg = compose(
+            "config",
+            overrides=[o for o in overrides if o != "~samples_every" and "clip_low" not in o],
+            return_hydra_config=True,
+        )
     cfg.hydra.overrides.task = overrides
     HydraConfig.instance().set_config(cfg)
     try:
@@ -109,5 +171,18 @@ def test_command_line_keys_leave_out_groups_deletions_and_hydra_keys():
 @pytest.mark.parametrize("overrides", [["algo=reinforce"], ["algo=dr_grpo"], ["algo=dapo"], ["curriculum=uniform"]])
 def test_presets_alone_raise_nothing_for_their_own_active_keys(cfg_factory, overrides):
     """Keys every preset really uses are never reported (no false alarms on a plain run)."""
-    assert inert(cfg_factory, overrides, ["algo.group_size", "algo.prompts_per_step", "algo.temperature",
-                                          "algo.optimizer.lr", "seed", "trainer.max_steps"]) == {}
+    assert (
+        inert(
+            cfg_factory,
+            overrides,
+            [
+                "algo.group_size",
+                "algo.prompts_per_step",
+                "algo.temperature",
+                "algo.optimizer.lr",
+                "seed",
+                "trainer.max_steps",
+            ],
+        )
+        == {}
+    )

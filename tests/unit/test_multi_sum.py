@@ -12,8 +12,18 @@ from rlx.rewards.math import MathReward
 
 
 def task(**kw) -> MultiSumTask:
-    args = {"operand_counts": [2, 3, 4], "low": 10, "high": 99, "train_size": 300, "val_size": 50, "split_seed": 1234,
-                "teacher_scratchpad": 0.3, "teacher_carry_drop": 0.7, "max_new_tokens": 24, "reward_strict": False}
+    args = {
+        "operand_counts": [2, 3, 4],
+        "low": 10,
+        "high": 99,
+        "train_size": 300,
+        "val_size": 50,
+        "split_seed": 1234,
+        "teacher_scratchpad": 0.3,
+        "teacher_carry_drop": 0.7,
+        "max_new_tokens": 24,
+        "reward_strict": False,
+    }
     return MultiSumTask(**{**args, **kw})
 
 

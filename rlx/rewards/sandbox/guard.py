@@ -10,13 +10,32 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Callable
+from collections.abc import Callable
 
-PROCESS_EVENTS = ("os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
-                  "subprocess.Popen", "pty.spawn")
+PROCESS_EVENTS = (
+    "os.system",
+    "os.exec",
+    "os.posix_spawn",
+    "os.spawn",
+    "os.fork",
+    "os.forkpty",
+    "subprocess.Popen",
+    "pty.spawn",
+)
 ALWAYS_BLOCKED = ("os.kill", "os.killpg", "signal.pthread_kill", "socket.", "sys.addaudithook")
-PATH_EVENTS = {"os.remove": 0, "os.rmdir": 0, "os.rename": 0, "os.link": 1, "os.symlink": 1, "os.truncate": 0,
-               "os.chmod": 0, "os.chown": 0, "os.mkdir": 0, "os.utime": 0, "shutil.rmtree": 0}
+PATH_EVENTS = {
+    "os.remove": 0,
+    "os.rmdir": 0,
+    "os.rename": 0,
+    "os.link": 1,
+    "os.symlink": 1,
+    "os.truncate": 0,
+    "os.chmod": 0,
+    "os.chown": 0,
+    "os.mkdir": 0,
+    "os.utime": 0,
+    "shutil.rmtree": 0,
+}
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 
 

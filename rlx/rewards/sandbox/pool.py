@@ -39,17 +39,25 @@ class SandboxWorker:
     def start(self) -> None:
         self.restarts += self.started
         self.started = True
-        env = {**os.environ, **self.env, "PYTHONPATH": os.pathsep.join(
-            [REPO_ROOT, *filter(None, [os.environ.get("PYTHONPATH")])])}
+        env = {
+            **os.environ,
+            **self.env,
+            "PYTHONPATH": os.pathsep.join([REPO_ROOT, *filter(None, [os.environ.get("PYTHONPATH")])]),
+        }
         self.process = subprocess.Popen(
             [sys.executable, "-m", "rlx.rewards.sandbox.server", *self.preload],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, start_new_session=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            start_new_session=True,
         )
         ready = self._receive(START_TIMEOUT_S)
         if not ready or not ready.get("ready"):
             self.stop()
-            raise RuntimeError(f"sandbox server (preload {list(self.preload)}) did not start; run "
-                               f"`python -m rlx.rewards.sandbox.server {' '.join(self.preload)}` to see why")
+            raise RuntimeError(
+                f"sandbox server (preload {list(self.preload)}) did not start; run "
+                f"`python -m rlx.rewards.sandbox.server {' '.join(self.preload)}` to see why"
+            )
 
     def _receive(self, timeout: float) -> dict | None:
         fd = self.process.stdout.fileno()
@@ -59,8 +67,12 @@ class SandboxWorker:
 
     def run(self, request: dict, wall_s: float) -> dict:
         if self.process is not None and self.process.poll() is not None:
-            log.warning("sandbox server %d (uid %d) exited with status %s between requests; restarting it",
-                        self.process.pid, self.uid, self.process.returncode)
+            log.warning(
+                "sandbox server %d (uid %d) exited with status %s between requests; restarting it",
+                self.process.pid,
+                self.uid,
+                self.process.returncode,
+            )
             self.process = None
         if self.process is None:
             self.start()
@@ -72,8 +84,12 @@ class SandboxWorker:
         else:
             error = "sandbox server stopped answering"
         if reply is None:
-            log.warning("sandbox server %d (uid %d): %s; its sample is INFRA and the server is restarted for the "
-                        "next one", self.process.pid, self.uid, error)
+            log.warning(
+                "sandbox server %d (uid %d): %s; its sample is INFRA and the server is restarted for the next one",
+                self.process.pid,
+                self.uid,
+                error,
+            )
             self.stop()
             return {"infra": error}
         return reply
@@ -96,8 +112,9 @@ class SandboxPool:
     base_uid: worker i runs candidates as uid base_uid + i.
     """
 
-    def __init__(self, workers: int, preload: tuple[str, ...], env: dict[str, str], hide: tuple[str, ...],
-                 base_uid: int) -> None:
+    def __init__(
+        self, workers: int, preload: tuple[str, ...], env: dict[str, str], hide: tuple[str, ...], base_uid: int
+    ) -> None:
         if workers < 1:
             raise ValueError(f"reward.workers must be >= 1 (got {workers})")
         self.hide = tuple(str(Path(REPO_ROOT, p).resolve()) for p in hide)  # relative: to the repo root
@@ -118,8 +135,15 @@ class SandboxPool:
                 except queue.Empty:
                     return
                 try:
-                    results[index] = worker.run({"harness": harness, "payload": payload, "hide": list(self.hide),
-                                                 "limits": dataclasses.asdict(limits)}, limits.wall_s)
+                    results[index] = worker.run(
+                        {
+                            "harness": harness,
+                            "payload": payload,
+                            "hide": list(self.hide),
+                            "limits": dataclasses.asdict(limits),
+                        },
+                        limits.wall_s,
+                    )
                 except RuntimeError as err:
                     results[index] = {"infra": str(err)}
 
@@ -134,7 +158,7 @@ class SandboxPool:
         for worker in self.workers:
             worker.stop()
 
-    def __enter__(self) -> "SandboxPool":
+    def __enter__(self) -> SandboxPool:
         return self
 
     def __exit__(self, *exc) -> None:

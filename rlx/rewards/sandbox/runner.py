@@ -19,10 +19,16 @@ import os
 import select
 import signal
 import time
-from typing import Callable
+from collections.abc import Callable
 
-from rlx.rewards.sandbox.isolation import (Limits, apply_limits, die_with_parent, drop_privileges, private_filesystem,
-                                          unshare_namespaces)
+from rlx.rewards.sandbox.isolation import (
+    Limits,
+    apply_limits,
+    die_with_parent,
+    drop_privileges,
+    private_filesystem,
+    unshare_namespaces,
+)
 
 Harness = Callable[[dict, Callable[[dict], None]], None]
 WORK_DIR = "/tmp/work"
@@ -36,7 +42,7 @@ def record_writer(fd: int) -> Callable[[dict], None]:
     def emit(record: dict) -> None:
         data = (json.dumps(record) + "\n").encode()
         while data:
-            data = data[os.write(fd, data):]
+            data = data[os.write(fd, data) :]
 
     return emit
 
@@ -164,8 +170,9 @@ def _output_tail() -> str:
         return ""
 
 
-def supervisor(harness: Harness, payload: dict, limits: Limits, uid: int, env: dict, hide: tuple[str, ...],
-               result_fd: int) -> None:
+def supervisor(
+    harness: Harness, payload: dict, limits: Limits, uid: int, env: dict, hide: tuple[str, ...], result_fd: int
+) -> None:
     """C: isolate, start G, supervise, write the result (pickle-free JSON) to `result_fd`; never returns."""
     start, server = time.monotonic(), os.getppid()
     try:
@@ -188,7 +195,7 @@ def supervisor(harness: Harness, payload: dict, limits: Limits, uid: int, env: d
     try:
         data = json.dumps(result).encode()
         while data:
-            data = data[os.write(result_fd, data):]
+            data = data[os.write(result_fd, data) :]
         os.close(result_fd)  # EOF now: the server need not wait for this process's namespace teardown
     finally:
         os._exit(0)

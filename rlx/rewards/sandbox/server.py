@@ -46,7 +46,7 @@ def write_frame(fd: int, message: dict) -> None:
     body = json.dumps(message).encode()
     data = struct.pack(">Q", len(body)) + body
     while data:
-        data = data[os.write(fd, data):]
+        data = data[os.write(fd, data) :]
 
 
 def resolve(spec: str):
@@ -75,8 +75,9 @@ def run_request(request: dict, protocol_fds: tuple[int, int]) -> dict:
         os.close(result_r)
         for fd in protocol_fds:
             os.close(fd)
-        supervisor(harness, request["payload"], limits, request["uid"], request["env"], tuple(request["hide"]),
-                   result_w)
+        supervisor(
+            harness, request["payload"], limits, request["uid"], request["env"], tuple(request["hide"]), result_w
+        )
     os.close(result_w)
     deadline = time.monotonic() + limits.wall_s + BACKSTOP_S
     raw = bytearray()

@@ -58,10 +58,18 @@ def matches(got, expected) -> bool:
             return False
         return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9, abs_tol=0.0)
     if tag in ("list", "tuple", "set", "frozenset"):
-        return (isinstance(got[1], list) and len(got[1]) == len(expected[1])
-                and all(matches(g, e) for g, e in zip(got[1], expected[1])))
+        return (
+            isinstance(got[1], list)
+            and len(got[1]) == len(expected[1])
+            and all(matches(g, e) for g, e in zip(got[1], expected[1]))
+        )
     if tag == "dict":
-        return (isinstance(got[1], list) and len(got[1]) == len(expected[1])
-                and all(isinstance(g, list) and len(g) == 2 and matches(g[0], e[0]) and matches(g[1], e[1])
-                        for g, e in zip(got[1], expected[1])))
+        return (
+            isinstance(got[1], list)
+            and len(got[1]) == len(expected[1])
+            and all(
+                isinstance(g, list) and len(g) == 2 and matches(g[0], e[0]) and matches(g[1], e[1])
+                for g, e in zip(got[1], expected[1])
+            )
+        )
     return got == expected
