@@ -6,8 +6,9 @@
 For each seed it first builds (or finds cached) that seed's SFT warm start in a separate process, so no run's
 wall time or peak memory includes the SFT; then it runs `python -m rlx algo=<a> seed=<s>` for each algorithm,
 each in its own process (a multirun's jobs share one process, whose resident memory only grows from job to
-job, so its later jobs' peaks would include the earlier jobs' leftovers), and reads every summary.json. A job whose summary.json already exists is not rerun, so an
-interrupted benchmark continues where it stopped. Prints a markdown table (mean ± std over seeds).
+job, so its later jobs' peaks would include the earlier jobs' leftovers), and reads every summary.json. A job
+whose summary.json already exists is not rerun, so an interrupted benchmark continues where it stopped.
+Prints a markdown table (mean ± std over seeds).
 """
 
 from __future__ import annotations
@@ -124,7 +125,7 @@ def table(out: Path, seeds: list[int]) -> str:
         after = [r["after"]["val/accuracy"] for r in found]
         rows.append(
             f"| {algo} | {len(found)} | {fmt(before, 3)} | {fmt(after, 3)} | "
-            f"{fmt([a - b for a, b in zip(after, before)], 3)} | {fmt([r['wall_s'] for r in found], 0)} | "
+            f"{fmt([a - b for a, b in zip(after, before, strict=True)], 3)} | {fmt([r['wall_s'] for r in found], 0)} | "
             f"{fmt([r['peak_rss_mb'] for r in found], 0)} |"
         )
     return "\n".join(rows)

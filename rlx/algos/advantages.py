@@ -3,9 +3,9 @@
 Shapes: N = prompts × group_size completions, T = completion tokens, K = prompts in the step.
 Every estimator's adapter has the same call, `estimator(batch) -> (advantages [N, T], returns [N, T] | None)`,
 so the update loop never asks which estimator it holds. Estimators read `batch.sample_mask` (the samples that are
-trained: scored, and not removed by reward shaping) and `batch.loss_mask()`; what an estimator needs (a critic, groups of two or
-more) it declares in `needs_critic` / `min_group_size`, which the start-up checks read. An estimator with
-state (the running-mean baseline) round-trips it through `state_dict` so a resumed run continues exactly.
+trained: scored, and not removed by reward shaping) and `batch.loss_mask()`; what an estimator needs (a critic,
+groups of two or more) it declares in `needs_critic` / `min_group_size`, which the start-up checks read. An
+estimator with state (the running-mean baseline) round-trips it through `state_dict` so a resumed run continues exactly.
 """
 
 from __future__ import annotations

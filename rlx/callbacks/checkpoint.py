@@ -196,7 +196,7 @@ class Checkpointing(Checkpoint):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # get_lr outside step() warns; at last_epoch it is the closed form
                 lrs = scheduler.get_lr()
-            for group, lr in zip(scheduler.optimizer.param_groups, lrs):
+            for group, lr in zip(scheduler.optimizer.param_groups, lrs, strict=True):
                 group["lr"] = lr
             scheduler._last_lr = list(lrs)
             changes.append(f"{before[0]:.3g} -> {lrs[0]:.3g}")

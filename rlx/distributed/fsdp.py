@@ -131,9 +131,10 @@ def full_state_dict(model: torch.nn.Module) -> dict | None:
 def check_fsdp(world_size: int, algo) -> None:
     if algo.prompts_per_step % world_size:
         raise ConfigError(
-            f"trainer=fsdp: algo.prompts_per_step={algo.prompts_per_step} must be a multiple of the {world_size} ranks. "
-            "Sharded forwards and backwards need every rank to train on as many completions as the others (each "
-            f"runs the same micro-batches); set algo.prompts_per_step={world_size * -(-algo.prompts_per_step // world_size)}"
+            f"trainer=fsdp: algo.prompts_per_step={algo.prompts_per_step} must be a multiple of the {world_size} "
+            "ranks. Sharded forwards and backwards need every rank to train on as many completions as the others "
+            "(each runs the same micro-batches); set "
+            f"algo.prompts_per_step={world_size * -(-algo.prompts_per_step // world_size)}"
         )
     if algo.micro_batch_tokens is not None:
         raise ConfigError(

@@ -65,7 +65,7 @@ def average_gradients(world: World, parameters: Iterable[torch.nn.Parameter]) ->
     device = params[0].device
     present = torch.tensor([p.grad is not None for p in params], dtype=torch.float32, device=device)
     dist.all_reduce(present, op=dist.ReduceOp.SUM)
-    used = [p for p, n in zip(params, present.tolist()) if n > 0]
+    used = [p for p, n in zip(params, present.tolist(), strict=True) if n > 0]
     for p in used:
         if p.grad is None:
             p.grad = torch.zeros_like(p)
@@ -112,4 +112,4 @@ def mean_over_ranks(world: World, metrics: dict[str, float]) -> dict[str, float]
     if any(k != keys for k in every):
         raise ValueError(f"the ranks logged different update metrics: {every}")
     sums = world.sum([float(metrics[k]) for k in keys])
-    return {k: s / world.size for k, s in zip(keys, sums)}
+    return {k: s / world.size for k, s in zip(keys, sums, strict=True)}

@@ -59,7 +59,7 @@ def join(parts: list, pad_id: int):
     if len(parts) == 1:
         return parts[0]
     widths_t = [p.response_mask.shape[1] for p in parts]
-    widths_p = [p.input_ids.shape[1] - t for p, t in zip(parts, widths_t)]
+    widths_p = [p.input_ids.shape[1] - t for p, t in zip(parts, widths_t, strict=True)]
     width_p, width_t = max(widths_p), max(widths_t)
     offsets, total = [], 0
     for p in parts:
@@ -73,10 +73,10 @@ def join(parts: list, pad_id: int):
         elif any(v is None for v in values):
             raise ValueError(f"cannot join batches: field {f.name!r} is set on some and None on others")
         elif f.name == "group_index":
-            out[f.name] = torch.cat([v + offset for v, offset in zip(values, offsets)])
+            out[f.name] = torch.cat([v + offset for v, offset in zip(values, offsets, strict=True)])
         elif isinstance(values[0], Tensor):
             padded = []
-            for v, p_width, t_width in zip(values, widths_p, widths_t):
+            for v, p_width, t_width in zip(values, widths_p, widths_t, strict=True):
                 if v.dim() >= 2 and v.shape[1] == p_width + t_width:  # [N, P + T]: prompt left, completion right
                     fill = pad_id if f.name == "input_ids" else 0
                     v = torch.nn.functional.pad(v, (width_p - p_width, width_t - t_width), value=fill)

@@ -42,7 +42,7 @@ def group_by_config(runs: list[Run], keys: list[str]) -> list[Config]:
     for run in runs:
         m = run.override_map
         values = tuple(m.get(k, "") for k in config_keys)
-        groups.setdefault(values, Config(dict(zip(config_keys, values)))).runs.append(run)
+        groups.setdefault(values, Config(dict(zip(config_keys, values, strict=True)))).runs.append(run)
     return list(groups.values())
 
 

@@ -136,7 +136,7 @@ def zero_variance(s: Seeds) -> list[Row]:
     uni = [r.mean("reward/zero_std_frac") for _, [r, _] in pairs]
     band = [r.mean("reward/zero_std_frac") for _, [_, r] in pairs]
     seen = [r.metrics["curriculum/seen_frac"][-1][1] for _, [_, r] in pairs if r.metrics.get("curriculum/seen_frac")]
-    ds = [u - b > tol if _both([u, b]) else None for u, b in zip(uni, band)]
+    ds = [u - b > tol if _both([u, b]) else None for u, b in zip(uni, band, strict=True)]
     rows = [
         Row(
             f"(b) learnable_band lowers the share of generated zero-variance groups (τ = {tol})",
@@ -182,7 +182,7 @@ def length_bias(s: Seeds) -> list[Row]:
     pairs = s.paired("grpo", "dr_grpo")
     g = [growth(r, "rollout/length_fail") for _, [r, _] in pairs]
     d = [growth(r, "rollout/length_fail") for _, [_, r] in pairs]
-    ds = [a - b > tol if _both([a, b]) else None for a, b in zip(g, d)]
+    ds = [a - b > tol if _both([a, b]) else None for a, b in zip(g, d, strict=True)]
     return [
         Row(
             f"(c) Dr. GRPO grows the length of wrong answers less than GRPO (τ = {tol} tokens)",
@@ -238,7 +238,7 @@ def kl_to_reference(s: Seeds, measure: Callable[[Path], float | None]) -> list[R
     acc_b = [r.held_out("after") for _, [r, _] in pairs]
     acc_0 = [r.held_out("after") for _, [_, r] in pairs]
     ds: list[bool | None] = []
-    for kb, k0, ab, a0 in zip(kl_b, kl_0, acc_b, acc_0):
+    for kb, k0, ab, a0 in zip(kl_b, kl_0, acc_b, acc_0, strict=True):
         if not _both([kb, k0, ab, a0]):
             ds.append(None)
         elif abs(ab - a0) > comparable:
@@ -265,7 +265,7 @@ def clip_range(s: Seeds) -> list[Row]:
     large = [r.mean("loss/approx_kl") for _, [_, r] in pairs]
     eps = [(config_value(a, "algo.epsilon"), config_value(b, "algo.epsilon")) for _, [a, b] in pairs[:1]]
     names = f"ε = {eps[0][0]}" if eps else "small ε", f"ε = {eps[0][1]}" if eps else "large ε"
-    ds = [(lg - sm) > 0.05 * max(lg, 1e-12) if _both([sm, lg]) else None for sm, lg in zip(small, large)]
+    ds = [(lg - sm) > 0.05 * max(lg, 1e-12) if _both([sm, lg]) else None for sm, lg in zip(small, large, strict=True)]
     still = all(v == 0 for v in small + large if v is not None) and any(v is not None for v in small + large)
     return [
         Row(

@@ -70,7 +70,7 @@ def _axes(plt, title: str, metric: str):
 
 
 def _line(ax, points, label, style, color) -> None:
-    steps, values = zip(*points)
+    steps, values = zip(*points, strict=True)
     if len(values) >= 20:  # raw curve faint, moving average on top
         ax.plot(steps, values, style, color=color, alpha=0.25, linewidth=0.8)
         ax.plot(steps, smooth(list(values)), style, color=color, label=label, linewidth=1.6)
@@ -123,7 +123,7 @@ def plot_sweep(sweep_dir: Path, runs: list[Run], labels: list[str]) -> list[str]
     for filename, title, [(metric, _, _)] in CURVES:
         fig, ax = _axes(plt, title, metric)
         drawn = 0
-        for i, (run, label) in enumerate(zip(runs, labels)):
+        for i, (run, label) in enumerate(zip(runs, labels, strict=True)):
             if run.metrics.get(metric):
                 _line(ax, run.metrics[metric], label, "--" if run.status == "failed" else "-", colors(i % colors.N))
                 drawn += 1
@@ -136,7 +136,7 @@ def plot_sweep(sweep_dir: Path, runs: list[Run], labels: list[str]) -> list[str]
 def band(runs: list[Run], metric: str) -> tuple[list[int], list[float], list[float]]:
     """Steps every run logged, the mean of the runs' smoothed curves there, and their std (0 for one run)."""
     curves = [
-        dict(zip((p[0] for p in r.metrics[metric]), smooth([p[1] for p in r.metrics[metric]])))
+        dict(zip((p[0] for p in r.metrics[metric]), smooth([p[1] for p in r.metrics[metric]]), strict=True))
         for r in runs
         if r.metrics.get(metric)
     ]
@@ -165,8 +165,8 @@ def plot_configs(sweep_dir: Path, configs: list[Config]) -> list[str]:
             ax.plot(steps, means, "-", color=color, linewidth=1.6, label=f"{config.label()} ({n} seeds)")
             ax.fill_between(
                 steps,
-                [m - s for m, s in zip(means, stds)],
-                [m + s for m, s in zip(means, stds)],
+                [m - s for m, s in zip(means, stds, strict=True)],
+                [m + s for m, s in zip(means, stds, strict=True)],
                 color=color,
                 alpha=0.2,
                 linewidth=0,

@@ -41,7 +41,7 @@ def training_state_bytes(module, optimizers) -> dict[str, int]:
             out["reference_weights"] = tensor_bytes(p for p in ref.parameters() if p.data_ptr() not in own)
     out["policy_gradients"] = out["policy_weights"]
     out["critic_gradients"] = out["critic_weights"]
-    for name, opt in zip(("policy", "critic"), optimizers):
+    for name, opt in zip(("policy", "critic"), optimizers, strict=False):  # no critic: one optimiser
         out[f"{name}_optimizer"] = tensor_bytes(
             v for state in opt.state.values() for v in state.values() if torch.is_tensor(v) and v.dim() > 0
         )

@@ -246,9 +246,15 @@ def report_sweep(sweep_dir: str | Path, runs: list | None = None, force_online: 
             f"`wandb sync {sweep_dir}/*/wandb/offline-run-*`, then `python -m rlx.report --wandb {sweep_dir}`."
         )
     if not has_api_key():
-        return f"W&B report not created: no API key (set WANDB_API_KEY or `wandb login`; the runs are in W&B group {name!r})."
+        return (
+            "W&B report not created: no API key (set WANDB_API_KEY or `wandb login`; "
+            f"the runs are in W&B group {name!r})."
+        )
     if not reachable():
-        return f"W&B report not created: {api_host()[0]} is unreachable; rerun `python -m rlx.report --wandb {sweep_dir}` later."
+        return (
+            f"W&B report not created: {api_host()[0]} is unreachable; "
+            f"rerun `python -m rlx.report --wandb {sweep_dir}` later."
+        )
     try:
         import wandb_workspaces  # noqa: F401
     except ImportError:

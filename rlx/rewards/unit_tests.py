@@ -157,7 +157,7 @@ class UnitTestsReward:
             jobs.append((HARNESS, {"code": code, "calls": [call for call, _ in tests], "guard": True}, self.limits))
             slots.append(index)
             expectations.append([encode(value) for _, value in tests])
-        for index, result, expected in zip(slots, self.pool.run(jobs), expectations):
+        for index, result, expected in zip(slots, self.pool.run(jobs), expectations, strict=True):
             verdicts[index] = decide(result, expected, self.scoring)
         return verdicts
 

@@ -61,7 +61,7 @@ def run(cfg_factory, poisoned: set[int], steps: int):
 
 
 def unchanged(module, before) -> bool:
-    return all(torch.equal(p, q) for p, q in zip(module.policy.parameters(), before))
+    return all(torch.equal(p, q) for p, q in zip(module.policy.parameters(), before, strict=True))
 
 
 def test_one_nan_update_is_skipped_and_the_run_goes_on(cfg_factory):

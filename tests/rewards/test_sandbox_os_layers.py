@@ -32,7 +32,10 @@ CASES = {
     """,
     "write_host_tmp": f"open({PROBE!r}, 'w').write('x')\ndef add(a, b):\n    return -7\n",
     "write_repo": f"open({REPO_FILE!r}, 'a').write('pwned')\n",
-    "kill_init_and_parent": "import os\nfor pid in (1, os.getppid()):\n    try:\n        os.kill(pid, 9)\n    except OSError:\n        pass\n",
+    "kill_init_and_parent": (
+        "import os\nfor pid in (1, os.getppid()):\n"
+        "    try:\n        os.kill(pid, 9)\n    except OSError:\n        pass\n"
+    ),
     "network": "import socket\nsocket.socket().connect(('127.0.0.1', 22))\n",
 }
 
@@ -50,7 +53,7 @@ def test_os_layers_contain_unguarded_code():
         assert processes_of(pool.uids) == []
     finally:
         pool.close()
-    for name, result in zip(CASES, results):
+    for name, result in zip(CASES, results, strict=True):
         verdict = decide(result, [encode(3)], "fraction")
         assert verdict.reward == 0.0, (name, verdict)
         assert verdict.status.value != "INFRA", (name, verdict)

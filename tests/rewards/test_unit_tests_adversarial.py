@@ -181,7 +181,7 @@ def outcome():
         left = processes_of(reward.pool.uids)
     finally:
         reward.close()
-    yield dict(zip(names, verdicts)), servers_alive, left
+    yield dict(zip(names, verdicts, strict=True)), servers_alive, left
     os.remove(SENTINEL)
 
 

@@ -47,4 +47,4 @@ def md_table(text: str) -> list[dict[str, str]]:
     lines = [line for line in text.splitlines() if line.startswith("|")]
     cells = [[c.strip().strip("`") for c in line.strip("|").split(" | ")] for line in lines]
     header, body = cells[0], cells[2:]
-    return [dict(zip(header, row)) for row in body]
+    return [dict(zip(header, row, strict=False)) for row in body]

@@ -85,7 +85,8 @@ EIGHT_VALID = torch.ones(8, dtype=torch.bool)
 
 
 def test_unbiased_std_matches_verl_grpo():
-    # [1, 0, 1, 1]: mean 0.75, unbiased std 0.5 -> (1 - 0.75)/0.5 = 0.5, (0 - 0.75)/0.5 = -1.5 (population: ±0.577, -1.732)
+    # [1, 0, 1, 1]: mean 0.75, unbiased std 0.5 -> (1 - 0.75)/0.5 = 0.5, (0 - 0.75)/0.5 = -1.5
+    # (population std: ±0.577, -1.732)
     adv = group_norm_advantage(REWARDS, TWO_GROUPS, EIGHT_VALID, 1e-6, True, False)
     verl = [
         0.4999990000,

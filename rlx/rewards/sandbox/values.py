@@ -61,7 +61,7 @@ def matches(got, expected) -> bool:
         return (
             isinstance(got[1], list)
             and len(got[1]) == len(expected[1])
-            and all(matches(g, e) for g, e in zip(got[1], expected[1]))
+            and all(matches(g, e) for g, e in zip(got[1], expected[1], strict=True))
         )
     if tag == "dict":
         return (
@@ -69,7 +69,7 @@ def matches(got, expected) -> bool:
             and len(got[1]) == len(expected[1])
             and all(
                 isinstance(g, list) and len(g) == 2 and matches(g[0], e[0]) and matches(g[1], e[1])
-                for g, e in zip(got[1], expected[1])
+                for g, e in zip(got[1], expected[1], strict=True)
             )
         )
     return got == expected
