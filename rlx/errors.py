@@ -31,9 +31,10 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
 def chain(err: BaseException) -> list[BaseException]:
     """err and the exceptions it was raised from or during, outermost first."""
     out: list[BaseException] = []
-    while err is not None and err not in out:
-        out.append(err)
-        err = err.__cause__ or err.__context__
+    link: BaseException | None = err
+    while link is not None and link not in out:
+        out.append(link)
+        link = link.__cause__ or link.__context__
     return out
 
 

@@ -72,6 +72,7 @@ def objective(
     loss = policy
     metrics = {"loss/policy": policy.detach()}
     if ref_logp is not None:
+        assert kl is not None, "a reference's log-probs come with its KL estimator"
         kl_mat = kl(logp, ref_logp)  # [N, T]
         kl_term = (kl_mat * weights).sum()  # []
         if kl_coef:

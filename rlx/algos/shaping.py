@@ -77,7 +77,7 @@ class RewardShaping:
         """Returns: shaped rewards [N], sample mask [N] (the valid samples the loss and the advantages see;
         batch.valid itself is left as it is, so reward metrics still count truncated samples)."""
         rewards = clip_rewards(batch.rewards, self.clip_low, self.clip_high)  # [N]
-        if self.max_length is not None:
+        if self.max_length is not None and self.cache_length is not None:  # both or neither (checked above)
             # |y| counts the answer's tokens, not the eos that ends it (rlx's choice): a completion that
             # stops exactly at L_max − L_cache tokens is not punished, a truncated one is.
             lengths = batch.response_mask.sum(-1) - (~batch.truncated).long()  # [N]

@@ -10,6 +10,7 @@ Shapes: N completions, T completion tokens, C token classes.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -30,13 +31,13 @@ def token_class_advantage(class_scores: Tensor, token_class: Tensor, response_ma
         response_mask: [N, T]; group_index: [N]; valid: [N] bool.
     Returns: advantages [N, T], 0 on padding and on INFRA samples.
     """
-    per_class = []
+    columns = []
     for c in range(class_scores.shape[1]):
         r = class_scores[:, c]  # [N]
         adv = (group_mean_advantage(r, group_index, valid) if std_eps is None
                else group_norm_advantage(r, group_index, valid, std_eps, False, False))  # [N]
-        per_class.append(adv)
-    per_class = torch.stack(per_class, dim=1)  # [N, C]
+        columns.append(adv)
+    per_class = torch.stack(columns, dim=1)  # [N, C]
     classes = token_class.clamp(0, class_scores.shape[1] - 1)  # [N, T] padding holds any index
     return per_class.gather(1, classes) * response_mask  # [N, T]
 
@@ -87,7 +88,7 @@ class TokenClass(Estimator):
         if len(components) < 1:
             raise ValueError("advantage.components must name one reward component per token class (got none)")
         self.parser, self.components, self.std_eps = parser, list(components), std_eps
-        self.tokenizer = None
+        self.tokenizer: Any = None  # set by bind()
 
     def bind(self, tokenizer) -> None:
         self.tokenizer = tokenizer

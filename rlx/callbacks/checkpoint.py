@@ -228,6 +228,7 @@ class Checkpointing(Checkpoint):
         self.received = signum
 
     def exit(self, trainer) -> None:
+        assert self.received is not None, "exit() follows a received signal"
         name = signal.Signals(self.received).name
         log.warning(
             "stopped by %s at step %d; checkpoint %s. Resume with ckpt_path=last (same run directory)",

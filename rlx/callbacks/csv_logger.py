@@ -69,4 +69,5 @@ class RunCSVLogger(CSVLogger):
         if self._experiment is None:
             self._fs.makedirs(self.root_dir, exist_ok=True)
             self._experiment = AppendingWriter(log_dir=self.log_dir)
+        assert isinstance(self._experiment, AppendingWriter)  # only ever set just above
         return self._experiment

@@ -91,7 +91,8 @@ def bundled_task(reward_choice: str | None) -> str | None:
     path = config_dirs()[0] / "reward" / f"{reward_choice}.yaml"
     if not path.is_file():
         return None
-    for item in OmegaConf.load(path).get("defaults", []) or []:
+    node = OmegaConf.load(path)
+    for item in (node.get("defaults") if isinstance(node, DictConfig) else None) or []:
         for key, value in item.items() if isinstance(item, (DictConfig, dict)) else []:
             if re.match(r"^override /data(@|$)", str(key)):
                 return str(value)

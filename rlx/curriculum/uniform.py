@@ -22,7 +22,7 @@ class UniformSampler(PromptSampler):
         self.epoch += 1
 
     def sample(self, count: int) -> list[int]:
-        picked = []
+        picked: list[int] = []
         while len(picked) < count:
             if self.position >= len(self.order):
                 self._reshuffle()

@@ -66,37 +66,35 @@ def average_gradients(world: World, parameters: Iterable[torch.nn.Parameter]) ->
     present = torch.tensor([p.grad is not None for p in params], dtype=torch.float32, device=device)
     dist.all_reduce(present, op=dist.ReduceOp.SUM)
     used = [p for p, n in zip(params, present.tolist(), strict=True) if n > 0]
+    grads: list[torch.Tensor] = []
     for p in used:
         if p.grad is None:
             p.grad = torch.zeros_like(p)
-    for bucket in buckets(used):
-        flat = torch.cat([p.grad.reshape(-1) for p in bucket])  # one dtype per bucket
+        grads.append(p.grad)
+    for bucket in buckets(grads):
+        flat = torch.cat([g.reshape(-1) for g in bucket])  # one dtype per bucket
         dist.all_reduce(flat, op=dist.ReduceOp.SUM)
         flat /= world.size
         offset = 0
-        for p in bucket:
-            n = p.grad.numel()
-            p.grad.copy_(flat[offset : offset + n].view_as(p.grad))
+        for g in bucket:
+            n = g.numel()
+            g.copy_(flat[offset : offset + n].view_as(g))
             offset += n
 
 
-def buckets(params: list[torch.nn.Parameter]) -> list[list[torch.nn.Parameter]]:
-    """Consecutive parameters grouped by gradient dtype and device, at most BUCKET_BYTES each (one parameter
-    larger than that is a bucket of its own)."""
-    out: list[list[torch.nn.Parameter]] = []
+def buckets(grads: list[torch.Tensor]) -> list[list[torch.Tensor]]:
+    """Consecutive gradients grouped by dtype and device, at most BUCKET_BYTES each (one gradient larger than
+    that is a bucket of its own)."""
+    out: list[list[torch.Tensor]] = []
     size = 0
-    for p in params:
-        nbytes = p.grad.numel() * p.grad.element_size()
+    for g in grads:
+        nbytes = g.numel() * g.element_size()
         last = out[-1] if out else None
-        if (
-            last is None
-            or size + nbytes > BUCKET_BYTES
-            or (last[0].grad.dtype, last[0].grad.device) != (p.grad.dtype, p.grad.device)
-        ):
-            out.append([p])
+        if last is None or size + nbytes > BUCKET_BYTES or (last[0].dtype, last[0].device) != (g.dtype, g.device):
+            out.append([g])
             size = nbytes
         else:
-            last.append(p)
+            last.append(g)
             size += nbytes
     return out
 

@@ -23,6 +23,7 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 import numpy as np
 import torch
@@ -65,7 +66,7 @@ def join(parts: list, pad_id: int):
     for p in parts:
         offsets.append(total)
         total += int(p.group_index.max()) + 1 if len(p.group_index) else 0
-    out = {}
+    out: dict[str, Any] = {}
     for f in fields(parts[0]):
         values = [getattr(p, f.name) for p in parts]
         if all(v is None for v in values):
@@ -120,7 +121,7 @@ def rank_generator(world: World) -> Iterator[None]:
         yield
 
 
-def sharded_round(world: World, generate_round: Callable[[list[int]], object], indices: list[int], pad_id: int):
+def sharded_round(world: World, generate_round: Callable[[list[int]], Any], indices: list[int], pad_id: int):
     """`generate_round(indices)` (generate G completions per prompt and score them) for the whole round, with
     each rank doing only its contiguous share of `indices`; returns the round on every rank, groups in the
     order of `indices`. One process: `generate_round(indices)` itself."""
@@ -156,7 +157,7 @@ def default_device() -> torch.device:
 class Shard:
     """This rank's share of the step's batch, and how to see the whole step again for logging."""
 
-    batch: object  # the groups this rank trains on (group_index renumbered 0..k-1)
+    batch: Any  # a RolloutBatch: the groups this rank trains on (group_index renumbered 0..k-1)
     world: World
     shared: bool  # fewer groups than ranks: every rank holds all of them
     pad_id: int

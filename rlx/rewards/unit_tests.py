@@ -159,7 +159,9 @@ class UnitTestsReward:
             expectations.append([encode(value) for _, value in tests])
         for index, result, expected in zip(slots, self.pool.run(jobs), expectations, strict=True):
             verdicts[index] = decide(result, expected, self.scoring)
-        return verdicts
+        done = [v for v in verdicts if v is not None]
+        assert len(done) == len(verdicts), "every completion has a verdict: FORMAT above or the sandbox's"
+        return done
 
     def close(self) -> None:
         self.pool.close()

@@ -36,7 +36,7 @@ class SandboxWorker:
         self.restarts = 0  # servers started after the first (one died, hung or would not start)
         self.started = False
 
-    def start(self) -> None:
+    def start(self) -> subprocess.Popen:
         self.restarts += self.started
         self.started = True
         env = {
@@ -58,8 +58,10 @@ class SandboxWorker:
                 f"sandbox server (preload {list(self.preload)}) did not start; run "
                 f"`python -m rlx.rewards.sandbox.server {' '.join(self.preload)}` to see why"
             )
+        return self.process
 
     def _receive(self, timeout: float) -> dict | None:
+        assert self.process is not None and self.process.stdout is not None, "start() first"
         fd = self.process.stdout.fileno()
         if not select.select([fd], [], [], timeout)[0]:
             return None
@@ -74,10 +76,10 @@ class SandboxWorker:
                 self.process.returncode,
             )
             self.process = None
-        if self.process is None:
-            self.start()
+        process = self.process if self.process is not None else self.start()
+        assert process.stdin is not None  # Popen(stdin=PIPE)
         try:
-            write_frame(self.process.stdin.fileno(), {**request, "uid": self.uid, "env": self.env})
+            write_frame(process.stdin.fileno(), {**request, "uid": self.uid, "env": self.env})
             reply = self._receive(wall_s + 2 * BACKSTOP_S)
         except (OSError, ValueError) as err:
             reply, error = None, f"{type(err).__name__}: {err}"
@@ -86,7 +88,7 @@ class SandboxWorker:
         if reply is None:
             log.warning(
                 "sandbox server %d (uid %d): %s; its sample is INFRA and the server is restarted for the next one",
-                self.process.pid,
+                process.pid,
                 self.uid,
                 error,
             )
@@ -152,7 +154,9 @@ class SandboxPool:
             thread.start()
         for thread in threads:
             thread.join()
-        return results
+        done = [r for r in results if r is not None]
+        assert len(done) == len(results), "a worker thread died before its requests were answered"
+        return done
 
     def close(self) -> None:
         for worker in self.workers:
