@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 from rlx.checks import build_node
-from tests.conftest import FAST_MODEL, REPO
+from tests.conftest import FAST_MODEL, REPO, options, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -38,17 +35,11 @@ EVERY_VARIANT = [
     "rollout/length_mean",
     "train/skipped_updates",
 ]
-PRESETS = sorted(p.stem for p in (REPO / "conf" / "algo").glob("*.yaml") if not p.stem.startswith("_"))
+PRESETS = options("algo")
 
 
 def rlx(args, cache, check=True):
-    env = {**os.environ, "RLX_CACHE": str(cache), "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "rlx", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=900
-    )
-    if check:
-        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc
+    return run_cli(["-m", "rlx", *args], REPO, cache, timeout=900, check=check)
 
 
 def rows(run_dir):

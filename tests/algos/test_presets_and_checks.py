@@ -12,12 +12,7 @@ from rlx.algos.advantages import GAE, GroupMean, GroupNorm, ReinforcePP, Running
 from rlx.algos.losses import ClippedRatio, ClippedWeight, PolicyGradient, SequenceRatio
 from rlx.checks import build_node, check_algorithm
 from rlx.errors import ConfigError
-from tests.conftest import CONF, REPO
-
-
-def options(group: str) -> list[str]:
-    return sorted(p.stem for p in (CONF / group).glob("*.yaml") if not p.stem.startswith("_"))
-
+from tests.conftest import CONF, REPO, options
 
 PRESETS = options("algo")
 

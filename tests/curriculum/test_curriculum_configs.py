@@ -3,23 +3,18 @@ file composes to the four curricula."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-ROOT = Path(__file__).resolve().parents[2]
-OPTIONS = sorted(p.stem for p in (ROOT / "conf" / "curriculum").glob("*.yaml"))
+from tests.conftest import CONF, compose, options
+
+OPTIONS = options("curriculum")
 
 
 @pytest.mark.parametrize("option", OPTIONS)
 def test_each_curriculum_builds_and_binds_to_the_mixed_task(option):
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
-        cfg = compose("config", overrides=[f"curriculum={option}", "data=mixed_arithmetic"])
+    cfg = compose([f"curriculum={option}", "data=mixed_arithmetic"])
     task = instantiate(cfg.data)
     sampler = instantiate(cfg.curriculum)
     sampler.bind(task.train)
@@ -28,12 +23,12 @@ def test_each_curriculum_builds_and_binds_to_the_mixed_task(option):
 
 
 def test_dynamic_sampling_defaults_are_dapos():
-    cfg = OmegaConf.load(ROOT / "conf" / "curriculum" / "dynamic_sampling.yaml")
+    cfg = OmegaConf.load(CONF / "curriculum" / "dynamic_sampling.yaml")
     assert (cfg.oversample, cfg.max_rounds) == (3.0, 10)
 
 
 def test_mixed_task_rows_carry_difficulty_and_answers_fit_max_new_tokens():
-    cfg = OmegaConf.load(ROOT / "conf" / "data" / "mixed_arithmetic.yaml")
+    cfg = OmegaConf.load(CONF / "data" / "mixed_arithmetic.yaml")
     task = instantiate(cfg)
     assert {r["difficulty"] for r in task.train} == {0, 1, 2}
     assert [sum(r["difficulty"] == d for r in task.val) for d in range(3)] == list(cfg.val_sizes)
@@ -46,12 +41,10 @@ def test_mixed_task_rows_carry_difficulty_and_answers_fit_max_new_tokens():
 
 def test_sweep_file_composes_each_of_the_four_curricula():
     """As `python -m rlx +sweeps=curricula` does (sweeps/ reaches the search path through rlx's plugin)."""
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
-        cfg = compose("config", overrides=["+sweeps=curricula", "run_dir=/tmp/x"], return_hydra_config=True)
-        swept = cfg.hydra.sweeper.params.curriculum.split(",")
-        assert swept == ["uniform", "sorted", "learnable_band", "dynamic_sampling"]
-        for option in swept:
-            job = compose("config", overrides=["+sweeps=curricula", "run_dir=/tmp/x", f"curriculum={option}"])
-            assert job.data._target_ == "rlx.data.mixed_arithmetic.MixedArithmeticTask"
-            assert job.curriculum._target_ == OmegaConf.load(ROOT / "conf" / "curriculum" / f"{option}.yaml")._target_
+    cfg = compose(["+sweeps=curricula", "run_dir=/tmp/x"], with_hydra=True)
+    swept = cfg.hydra.sweeper.params.curriculum.split(",")
+    assert swept == ["uniform", "sorted", "learnable_band", "dynamic_sampling"]
+    for option in swept:
+        job = compose(["+sweeps=curricula", "run_dir=/tmp/x", f"curriculum={option}"])
+        assert job.data._target_ == "rlx.data.mixed_arithmetic.MixedArithmeticTask"
+        assert job.curriculum._target_ == OmegaConf.load(CONF / "curriculum" / f"{option}.yaml")._target_

@@ -17,7 +17,7 @@ from rlx.distributed.checks import (
     strategy_target,
 )
 from rlx.errors import ConfigError
-from tests.conftest import CONF, REPO, compose_config
+from tests.conftest import REPO, compose
 
 DDP = "rlx.distributed.strategy.DataParallel"
 
@@ -31,13 +31,6 @@ def readme_slurm_command() -> list[str]:
 
 
 SLURM = [*readme_slurm_command(), "trainer.accelerator=cpu"]  # CPU here: Lightning would want the 4 GPUs
-
-
-def compose_hydra(overrides, tmp_path):
-    from hydra import compose, initialize_config_dir
-
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose("config", overrides=[f"run_dir={tmp_path}", *overrides], return_hydra_config=True)
 
 
 def algo_and_advantage(cfg_factory, *overrides):
@@ -95,7 +88,7 @@ def test_a_stateful_estimator_is_refused(cfg_factory):
 def test_the_checks_run_before_the_model_loads(tmp_path):
     from rlx.train import build
 
-    cfg = compose_config(
+    cfg = compose(
         ["trainer=ddp", "trainer.devices=3", "algo.prompts_per_step=2", "model.cache_dir=/nonexistent"], tmp_path
     )
     with pytest.raises(ConfigError, match="algo.prompts_per_step=2 is the global batch, shared by 3 ranks"):
@@ -103,7 +96,7 @@ def test_the_checks_run_before_the_model_loads(tmp_path):
 
 
 def test_a_two_node_slurm_launch_composes_and_lightning_makes_each_task_a_rank(tmp_path, monkeypatch):
-    cfg = compose_hydra(SLURM, tmp_path)
+    cfg = compose(SLURM, tmp_path, with_hydra=True)
     launcher = cfg.hydra.launcher
     assert launcher._target_.endswith("SlurmLauncher") and (launcher.nodes, launcher.tasks_per_node) == (2, 4)
     check_launcher(launcher, cfg.trainer)
@@ -160,7 +153,7 @@ def test_torchrun_is_detected_too(cfg_factory, monkeypatch):
     ],
 )
 def test_a_slurm_launch_of_the_wrong_shape_fails_with_the_fix(tmp_path, override, message):
-    cfg = compose_hydra([*SLURM, override], tmp_path)
+    cfg = compose([*SLURM, override], tmp_path, with_hydra=True)
     with pytest.raises(ConfigError, match=message):
         check_launcher(cfg.hydra.launcher, cfg.trainer)
 

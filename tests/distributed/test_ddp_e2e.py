@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -28,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -54,20 +53,8 @@ RUN = [
 VAL = 9
 
 
-def rlx(args: list[str], run_dir: Path, cache: Path, check: bool = True) -> subprocess.CompletedProcess:
-    env = {**os.environ, "RLX_CACHE": str(cache), "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "rlx", f"hydra.run.dir={run_dir}", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    if check:
-        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc
+def rlx(args: list[str], run_dir: Path, cache: Path) -> subprocess.CompletedProcess:
+    return run_cli(["-m", "rlx", f"hydra.run.dir={run_dir}", *args], REPO, cache, check=True)
 
 
 def metrics(run: Path) -> list[dict]:
@@ -138,11 +125,9 @@ def test_fsdp_under_torchrun(runs, tmp_path, test_cache):
     same one run directory, a full checkpoint and policy gathered on rank 0, the same start as one process."""
     one, _ = runs
     run = tmp_path / "fsdp"
-    env = {**os.environ, "RLX_CACHE": str(test_cache), "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
     torchrun = Path(sys.executable).with_name("torchrun")
-    proc = subprocess.run(
+    run_cli(
         [
-            str(torchrun),
             "--standalone",
             "--nproc-per-node=2",
             "-m",
@@ -153,14 +138,11 @@ def test_fsdp_under_torchrun(runs, tmp_path, test_cache):
             "trainer.max_steps=2",
             "trainer.val_check_interval=2",
         ],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
+        REPO,
+        test_cache,
+        python=torchrun,
+        check=True,
     )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     summary = json.loads((run / "summary.json").read_text())
     assert summary["world_size"] == 2 and summary["steps"] == 2 and summary["weights_in_sync"]
     assert summary["after"]["val/n"] == VAL

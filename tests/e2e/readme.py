@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from tests.e2e.cli import FAST_WARM_START, ONE_STEP, REPO, output, run
+from tests.conftest import FAST_MODEL, ONE_STEP, REPO, compose, output, run_cli
 from tests.e2e.fixtures import write_jsonl, write_score_inputs
 
 FENCE = re.compile(r"^```(\w*)\s*$")
@@ -38,7 +38,7 @@ ENV_ASSIGNMENT = re.compile(r"^[A-Z_][A-Z0-9_]*=")
 
 # Every rlx run is shrunk with these (each only where the composed config has the key; they replace the
 # README's own value for that key). Data-specific additions follow.
-SHRINK = [*ONE_STEP, *FAST_WARM_START, "samples_every=1"]
+SHRINK = [*ONE_STEP, *FAST_MODEL, "samples_every=1"]
 # data=kernels: the warm start of tests/e2e/test_cli.py's triton test (so the cached warm start is shared).
 KERNELS = ["model.warm_start.batch_size=4", "data.max_solution_chars=330", "data.max_new_tokens=340"]
 MAX_NEW_TOKENS = 64  # other tasks generating more than this are cut to it (e.g. data=jsonl's 512)
@@ -157,25 +157,6 @@ def readme_commands(path: Path = REPO / "README.md") -> list[Command]:
 _ABSENT = object()
 
 
-def compose(overrides: list[str], config_dir: Path | None = None):
-    """rlx's config (with the hydra node) as `python -m rlx [--config-dir D] <overrides>` composes it."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    from rlx.cli import configs
-
-    configs.register()
-    GlobalHydra.instance().clear()
-    context = (initialize_config_dir(config_dir=str(config_dir), version_base="1.3") if config_dir
-               else initialize(config_path=None, version_base="1.3"))
-    try:
-        with context:
-            return hydra_compose("config", overrides=overrides, return_hydra_config=True)
-    finally:
-        GlobalHydra.instance().clear()
-
-
 def sweep_values(key: str, value: str) -> list[str] | None:
     """The values of a sweep override (`a,b`, `range(0,3)`, `glob(*)` over a group's options), or None when the
     value is not a sweep."""
@@ -248,7 +229,7 @@ class Artifacts:
                     for dependency in needs:
                         proc = self._futures[dependency].result()
                         assert proc.returncode == 0, "a run this one needs failed:\n" + output(proc)
-                    return run(argv, work, self.cache)
+                    return run_cli(argv, work, self.cache)
 
                 self._futures[key] = self._pool.submit(job)
         return self._futures[key]
@@ -359,7 +340,7 @@ def shrink(cmd: Command, artifacts: Artifacts, work: Path, needs: list) -> tuple
             swept[key.lstrip("+")] = values
     probe = [t if t.partition("=")[0].lstrip("+") not in swept else f"{t.partition('=')[0]}={swept[t.partition('=')[0].lstrip('+')][0]}"
              for t in tokens]
-    cfg = compose(probe, config_dir)
+    cfg = compose(probe, config_dir=config_dir, with_hydra=True)
     sweeper = str(cfg.hydra.sweeper.get("_target_", ""))
     if cmd.kind in ("sweep", "compose") and "optuna" not in sweeper:
         for key, value in (cfg.hydra.sweeper.get("params") or {}).items():

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
+from tests import conftest as harness
 from tests.conftest import FAST_MODEL, REPO
 
 pytestmark = pytest.mark.slow
@@ -22,12 +21,7 @@ SHORT = ["trainer.max_steps=4", "trainer.val_check_interval=2", "algo.prompts_pe
 
 
 def run_cli(args: list[str], run_dir: Path, cache: Path, check: bool = True) -> subprocess.CompletedProcess:
-    env = {**os.environ, "RLX_CACHE": str(cache), "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.run([sys.executable, "-m", "rlx", f"hydra.run.dir={run_dir}", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=600)
-    if check:
-        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc
+    return harness.run_cli(["-m", "rlx", f"hydra.run.dir={run_dir}", *args], REPO, cache, check=check)
 
 
 def test_cli_runs_grpo_and_writes_every_output(tmp_path, test_cache):

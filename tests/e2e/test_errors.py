@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.e2e.cli import FAST_WARM_START, ONE_STEP, cli_env, output, run
+from tests.conftest import FAST_MODEL, ONE_STEP, cli_env, output, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -17,7 +17,7 @@ ONE_STEP_NO_G = [o for o in ONE_STEP if not o.startswith("algo.group_size")]
 
 def fails_with(tmp_path, cache, *args: str, env: dict | None = None):
     start = time.perf_counter()
-    proc = run(["-m", "rlx", f"hydra.run.dir={tmp_path / 'run'}", *args], tmp_path, cache, env=env)
+    proc = run_cli(["-m", "rlx", f"hydra.run.dir={tmp_path / 'run'}", *args], tmp_path, cache, env=env)
     elapsed = time.perf_counter() - start
     text = proc.stdout + proc.stderr
     assert proc.returncode == 1, output(proc)
@@ -68,7 +68,7 @@ def test_a_value_of_the_wrong_kind_names_the_key(tmp_path, test_cache):
 
 
 def test_unit_tests_on_arithmetic_names_the_bundled_task(tmp_path, test_cache):
-    message = fails_with(tmp_path, test_cache, "reward=unit_tests", "data=arithmetic", *FAST_WARM_START)
+    message = fails_with(tmp_path, test_cache, "reward=unit_tests", "data=arithmetic", *FAST_MODEL)
     assert "['tests']" in message and "data=programs" in message
     status = json.loads((tmp_path / "run" / "status.json").read_text())
     assert status["status"] == "failed" and "data=programs" in status["error"]
@@ -84,7 +84,7 @@ def test_a_sweep_file_never_runs_as_one_run(tmp_path, test_cache):
 
 
 def test_rlx_debug_shows_the_traceback(tmp_path, test_cache):
-    proc = run(
+    proc = run_cli(
         ["-m", "rlx", f"hydra.run.dir={tmp_path / 'run'}", "trainer.max_steps=0"],
         tmp_path,
         test_cache,
@@ -96,7 +96,7 @@ def test_rlx_debug_shows_the_traceback(tmp_path, test_cache):
 def test_score_with_an_unknown_reward_names_the_options(tmp_path, test_cache):
     (tmp_path / "row.json").write_text('{"answer": "4"}')
     (tmp_path / "answer.txt").write_text("4")
-    proc = run(["-m", "rlx.score", "reward=mathh", "task=row.json", "completion=answer.txt"], tmp_path, test_cache)
+    proc = run_cli(["-m", "rlx.score", "reward=mathh", "task=row.json", "completion=answer.txt"], tmp_path, test_cache)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, output(proc)
     assert proc.stderr.strip() == (
         "rlx.score: error: reward=mathh: no such option. did you mean reward=math? "
@@ -105,14 +105,14 @@ def test_score_with_an_unknown_reward_names_the_options(tmp_path, test_cache):
 
 
 def test_a_failed_job_of_a_sweep_is_reported_once_and_the_sweep_still_reports(tmp_path, test_cache):
-    proc = run(
+    proc = run_cli(
         [
             "-m",
             "rlx",
             "-m",
             "algo.group_size=1,2",
             *ONE_STEP_NO_G,
-            *FAST_WARM_START,
+            *FAST_MODEL,
             f"hydra.sweep.dir={tmp_path / 'sweep'}",
         ],
         tmp_path,

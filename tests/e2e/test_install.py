@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.e2e.cli import FAST_WARM_START, ONE_STEP, output, run
+from tests.conftest import FAST_MODEL, ONE_STEP, output, run_cli
 from tests.e2e.installs import REPO, clean_env, install
 
 pytestmark = pytest.mark.slow
@@ -20,7 +20,7 @@ def wheel(tmp_path_factory):
 
 
 def run_installed(python, argv, cwd, cache):
-    return run(argv, cwd, cache, python=python, env=clean_env() | {"RLX_CACHE": str(cache)})
+    return run_cli(argv, cwd, cache, python=python, env=clean_env() | {"RLX_CACHE": str(cache)})
 
 
 def test_the_wheel_runs_from_an_empty_directory(wheel, tmp_path, test_cache):
@@ -28,7 +28,7 @@ def test_the_wheel_runs_from_an_empty_directory(wheel, tmp_path, test_cache):
         wheel, ["-c", "import rlx, rlx.cli.configs as c; print(rlx.__file__, *c.config_dirs())"], tmp_path, test_cache
     )
     assert where.returncode == 0 and str(REPO) not in where.stdout, output(where)
-    proc = run_installed(wheel, ["-m", "rlx", *ONE_STEP, *FAST_WARM_START], tmp_path, test_cache)
+    proc = run_installed(wheel, ["-m", "rlx", *ONE_STEP, *FAST_MODEL], tmp_path, test_cache)
     assert proc.returncode == 0, output(proc)
     run_dir = re.search(r"run directory:\s+(\S+)", proc.stdout).group(1)
     assert json.loads((tmp_path / run_dir / "summary.json").read_text())["steps"] == 1
@@ -37,7 +37,7 @@ def test_the_wheel_runs_from_an_empty_directory(wheel, tmp_path, test_cache):
 def test_a_sweep_from_the_wheel_runs_as_a_multirun_and_writes_its_report(wheel, tmp_path, test_cache):
     proc = run_installed(
         wheel,
-        ["-m", "rlx", "-m", "algo.beta=0,0.04", *ONE_STEP, *FAST_WARM_START, "hydra.sweep.dir=sweep"],
+        ["-m", "rlx", "-m", "algo.beta=0,0.04", *ONE_STEP, *FAST_MODEL, "hydra.sweep.dir=sweep"],
         tmp_path,
         test_cache,
     )
@@ -65,7 +65,7 @@ def test_a_sweep_file_with_config_path_still_runs_as_a_multirun(wheel, tmp_path,
             "algo.epsilon=0.2",
             "algo.beta=0.0",
             *ONE_STEP,
-            *FAST_WARM_START,
+            *FAST_MODEL,
             "hydra.sweep.dir=sweep",
         ],
         tmp_path,

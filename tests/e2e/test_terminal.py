@@ -13,8 +13,8 @@ import pytest
 
 from rlx.cli.configs import config_dirs
 from rlx.cli.help import describe
-from tests.e2e.cli import output, run
-from tests.e2e.readme import compose, sweep_values
+from tests.conftest import compose, output, run_cli
+from tests.e2e.readme import sweep_values
 
 NOISE = re.compile(
     r"warning|Warning|INFO:|💡|litlogger|Epoch \d|it/s|will be deleted|eval mode|Traceback|"
@@ -25,7 +25,7 @@ NOISE = re.compile(
 
 def test_help_is_rlx_own_generated_and_fast(tmp_path, test_cache):
     start = time.perf_counter()
-    proc = run(["-m", "rlx", "--help"], tmp_path, test_cache)
+    proc = run_cli(["-m", "rlx", "--help"], tmp_path, test_cache)
     elapsed = time.perf_counter() - start
     assert proc.returncode == 0, output(proc)
     assert elapsed < 10, f"--help took {elapsed:.1f} s"
@@ -42,7 +42,7 @@ def test_help_is_rlx_own_generated_and_fast(tmp_path, test_cache):
 
 
 def test_help_examples_compose(tmp_path, test_cache):
-    text = run(["-m", "rlx", "--help"], tmp_path, test_cache).stdout
+    text = run_cli(["-m", "rlx", "--help"], tmp_path, test_cache).stdout
     examples = [
         line.split("  ")[0].strip()
         for line in text.split("== Examples ==")[1].split("== More ==")[0].splitlines()
@@ -57,7 +57,7 @@ def test_help_examples_compose(tmp_path, test_cache):
             key, _, value = token.partition("=")
             values = sweep_values(key, value)
             overrides.append(f"{key}={values[0]}" if values else token)
-        compose(overrides)  # raises if an example does not compose
+        compose(overrides, with_hydra=True)  # raises if an example does not compose
 
 
 @pytest.mark.slow

@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import torch
 
-from tests.conftest import REPO
+from tests.conftest import REPO, start_cli
 
 # 16 training prompts (operands 10-14, 9 held out), 4 per step: an epoch of the prompt set is 4 RL steps. A
 # 60-step warm start with a short warm-up leaves rewards between 0.3 and 0.7, so every step has groups with
@@ -37,23 +35,12 @@ TINY = [
 CLOCK = ("rollout/seconds", "rollout/tok_per_s", "time/")  # wall-clock columns: the only ones allowed to differ
 
 
-def env(cache: Path) -> dict:
-    return {**os.environ, "RLX_CACHE": str(cache), "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
-
-
 def rlx(
     args: list[str], cache: Path, stop_at_row: int | None = None, sig: int = signal.SIGKILL, timeout: float = 600
 ) -> subprocess.CompletedProcess:
     """`python -m rlx *args`; with `stop_at_row`, send `sig` as soon as metrics.csv holds that step's row."""
     run_dir = next((Path(a.split("=", 1)[1]) for a in args if a.startswith("hydra.run.dir=")), None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rlx", *args],
-        cwd=REPO,
-        env=env(cache),
-        text=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
+    proc = start_cli(["-m", "rlx", *args], REPO, cache)
     if stop_at_row is not None:
         deadline = time.monotonic() + timeout
         while proc.poll() is None and time.monotonic() < deadline:

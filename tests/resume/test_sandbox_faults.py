@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import FAST_MODEL, REPO
-from tests.resume.runs import env, training_steps
+from tests.conftest import FAST_MODEL, REPO, start_cli
+from tests.resume.runs import training_steps
 
 pytestmark = pytest.mark.slow
 PROGRAMS = [
@@ -41,14 +39,7 @@ def sandbox_servers(parent: int) -> list[int]:
 
 def test_a_killed_sandbox_server_is_restarted_and_training_goes_on(tmp_path, test_cache):
     run = tmp_path / "run"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rlx", *PROGRAMS, f"trainer.max_steps={STEPS}", f"hydra.run.dir={run}"],
-        cwd=REPO,
-        env=env(test_cache),
-        text=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
+    proc = start_cli(["-m", "rlx", *PROGRAMS, f"trainer.max_steps={STEPS}", f"hydra.run.dir={run}"], REPO, test_cache)
     killed = []
     while proc.poll() is None:
         if 1 <= len(training_steps(run)) < STEPS - 1:  # while RL steps are being scored

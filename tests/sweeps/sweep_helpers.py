@@ -1,10 +1,7 @@
-"""Shared by the sweep tests: the repo root, tiny-run overrides, a CLI runner and a markdown-table reader."""
+"""Shared by the sweep tests: tiny-run overrides and a markdown-table reader (the CLI runner: tests/conftest.py)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -21,25 +18,6 @@ TINY = [
     "data.val_size=32",
     "samples_every=1",
 ]
-
-
-def offline_env() -> dict:
-    """No W&B key, no W&B network: what a fresh CI machine looks like."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
-    env.update(NETRC=os.devnull, WANDB_SILENT="true", HYDRA_FULL_ERROR="0")
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
-    return env
-
-
-def run_rlx(*args: str, cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "rlx", *args],
-        cwd=cwd,
-        env=offline_env(),
-        text=True,
-        capture_output=True,
-        timeout=timeout,
-    )
 
 
 def md_table(text: str) -> list[dict[str, str]]:

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from tests.sweeps.sweep_helpers import md_table, run_rlx
+from tests.conftest import run_cli
+from tests.sweeps.sweep_helpers import md_table
 
 pytestmark = pytest.mark.slow
 
@@ -24,9 +25,9 @@ SHRUNK = [
 ]
 
 
-def test_seed_claims_sweep_writes_claims_md(tmp_path):
+def test_seed_claims_sweep_writes_claims_md(tmp_path, test_cache):
     sweep = tmp_path / "claims"
-    out = run_rlx("+sweeps=seed_claims", *SHRUNK, f"hydra.sweep.dir={sweep}", cwd=tmp_path, timeout=900)
+    out = run_cli(["-m", "rlx", "+sweeps=seed_claims", *SHRUNK, f"hydra.sweep.dir={sweep}"], tmp_path, test_cache, 900)
     assert out.returncode == 0, out.stderr[-4000:]
     jobs = sorted(sweep.glob("*/.hydra/overrides.yaml"))
     assert len(jobs) == 9  # one per variant of sweeps/claims/, one seed

@@ -7,10 +7,9 @@ repository, with no PYTHONPATH."""
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
+from tests.conftest import run_cli
 from tests.e2e.installs import REPO, clean_env, install
 
 pytestmark = pytest.mark.slow
@@ -43,18 +42,14 @@ def installs(tmp_path_factory):
 @pytest.mark.parametrize("mode", ["wheel", "lenient", "strict"])
 def test_hydra_discovers_the_plugin_from_the_installed_package(installs, tmp_path, mode):
     python, _ = installs(mode)
-    out = subprocess.run(
-        [python, "-c", DISCOVER], cwd=tmp_path, env=clean_env(), text=True, capture_output=True, timeout=120
-    )
+    out = run_cli(["-c", DISCOVER], tmp_path, tmp_path, timeout=120, python=python, env=clean_env())
     assert out.returncode == 0, out.stderr[-3000:]
     found = dict(line.split()[1:] for line in out.stdout.splitlines() if line.startswith("PLUGIN "))
     assert {"RlxSearchPathPlugin", "RlxConfigSource"} <= set(found), f"not discovered ({mode} install): {found}"
     assert not found["RlxSearchPathPlugin"].startswith(str(REPO)), (
         f"the checkout's copy, not the installed one: {found}"
     )
-    app = subprocess.run(
-        [python, "-c", USER_APP], cwd=tmp_path, env=clean_env(), text=True, capture_output=True, timeout=120
-    )
+    app = run_cli(["-c", USER_APP], tmp_path, tmp_path, timeout=120, python=python, env=clean_env())
     assert app.returncode == 0, app.stderr[-3000:]
     assert "COMPOSED dapo RunMode.MULTIRUN" in app.stdout and "'algo.group_size': '4,8'" in app.stdout, app.stdout
 
@@ -62,23 +57,18 @@ def test_hydra_discovers_the_plugin_from_the_installed_package(installs, tmp_pat
 @pytest.mark.parametrize("mode", ["lenient", "compat"])
 def test_the_cli_composes_its_sweeps_in_every_editable_mode(installs, tmp_path, mode):
     python, _ = installs(mode)
-    cfg = subprocess.run(
-        [python, "-m", "rlx", "+sweeps=eps_beta_g", "--cfg", "hydra"],
-        cwd=tmp_path,
-        env=clean_env(),
-        text=True,
-        capture_output=True,
+    cfg = run_cli(
+        ["-m", "rlx", "+sweeps=eps_beta_g", "--cfg", "hydra"],
+        tmp_path,
+        tmp_path,
         timeout=120,
+        python=python,
+        env=clean_env(),
     )
     assert cfg.returncode == 0, cfg.stderr[-3000:]
     assert "algo.group_size: 4,8" in cfg.stdout and "mode: MULTIRUN" in cfg.stdout
-    info = subprocess.run(
-        [python, "-m", "rlx", "--info", "searchpath"],
-        cwd=tmp_path,
-        env=clean_env(),
-        text=True,
-        capture_output=True,
-        timeout=120,
+    info = run_cli(
+        ["-m", "rlx", "--info", "searchpath"], tmp_path, tmp_path, timeout=120, python=python, env=clean_env()
     )
     paths = [line.split("|")[2].strip() for line in info.stdout.splitlines() if line.count("|") >= 3][1:]
     assert "rlx://" in paths and not any(p.startswith("file://") and "/conf" not in p for p in paths), paths

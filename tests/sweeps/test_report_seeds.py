@@ -3,16 +3,14 @@ keys, and the single-run report — all on hand-written run directories."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import matplotlib.image
 import numpy as np
 
 from rlx.report import write_report
 from rlx.report.aggregate import group_by_config, leader, mean_std
 from rlx.report.runs import load_sweep
-from tests.sweeps.sweep_helpers import REPO, md_table, offline_env
+from tests.conftest import REPO, run_cli
+from tests.sweeps.sweep_helpers import md_table
 from tests.sweeps.synthetic import write_job
 
 
@@ -109,14 +107,7 @@ def test_single_run_report_from_the_cli(tmp_path):
         status=None,
         inert={"algo.epsilon": "one update"},
     )
-    out = subprocess.run(
-        [sys.executable, "-m", "rlx.report", str(run)],
-        cwd=REPO,
-        env=offline_env(),
-        text=True,
-        capture_output=True,
-        timeout=120,
-    )
+    out = run_cli(["-m", "rlx.report", str(run)], REPO, tmp_path, timeout=120)
     assert out.returncode == 0, out.stderr
     text = (run / "report.md").read_text()
     row = md_table(text)[0]
@@ -129,12 +120,5 @@ def test_single_run_report_from_the_cli(tmp_path):
 
 
 def test_report_cli_refuses_a_directory_that_is_neither(tmp_path):
-    out = subprocess.run(
-        [sys.executable, "-m", "rlx.report", str(tmp_path)],
-        cwd=REPO,
-        env=offline_env(),
-        text=True,
-        capture_output=True,
-        timeout=120,
-    )
+    out = run_cli(["-m", "rlx.report", str(tmp_path)], REPO, tmp_path, timeout=120)
     assert out.returncode == 1 and "neither a sweep directory" in out.stderr

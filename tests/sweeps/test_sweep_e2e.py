@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from tests.sweeps.sweep_helpers import TINY, md_table, run_rlx
+from tests.conftest import run_cli
+from tests.sweeps.sweep_helpers import TINY, md_table
 from tests.sweeps.wandb_offline import read_run
 
 pytestmark = pytest.mark.slow
@@ -20,17 +21,22 @@ GRID = {"algo.epsilon": ["0.1", "0.2"], "algo.beta": ["0.0", "0.04"]}
 
 
 @pytest.fixture(scope="module")
-def grid_sweep(tmp_path_factory):
+def grid_sweep(tmp_path_factory, test_cache):
     """A 2 × 2 sweep (ε × β), logger=wandb with no key and no network, basic launcher."""
     root = tmp_path_factory.mktemp("grid")
     sweep = root / "multirun" / "grid"
-    out = run_rlx(
-        "-m",
-        *[f"{k}={','.join(v)}" for k, v in GRID.items()],
-        "logger=wandb",
-        *TINY,
-        f"hydra.sweep.dir={sweep}",
-        cwd=root,
+    out = run_cli(
+        [
+            "-m",
+            "rlx",
+            "-m",
+            *[f"{k}={','.join(v)}" for k, v in GRID.items()],
+            "logger=wandb",
+            *TINY,
+            f"hydra.sweep.dir={sweep}",
+        ],
+        root,
+        test_cache,
     )
     assert out.returncode == 0, out.stderr[-4000:]
     return sweep, out
@@ -115,17 +121,22 @@ def test_wandb_offline_runs_share_the_sweep_group_and_log_history(grid_sweep):
     assert len({r["name"] for r in runs}) == 4
 
 
-def test_a_sweep_with_a_crashed_job_still_gets_its_report(tmp_path):
+def test_a_sweep_with_a_crashed_job_still_gets_its_report(tmp_path, test_cache):
     sweep = tmp_path / "crash"
     # group_size=1 fails grpo's config check in the job; group_size=2 runs after it
-    out = run_rlx(
-        "-m",
-        "algo.group_size=1,2",
-        *[o for o in TINY if not o.startswith("algo.group_size")],
-        "trainer.max_steps=1",
-        "trainer.val_check_interval=1",
-        f"hydra.sweep.dir={sweep}",
-        cwd=tmp_path,
+    out = run_cli(
+        [
+            "-m",
+            "rlx",
+            "-m",
+            "algo.group_size=1,2",
+            *[o for o in TINY if not o.startswith("algo.group_size")],
+            "trainer.max_steps=1",
+            "trainer.val_check_interval=1",
+            f"hydra.sweep.dir={sweep}",
+        ],
+        tmp_path,
+        test_cache,
     )
     assert out.returncode != 0  # a sweep with a failed job fails ...
     rows = md_table((sweep / "report.md").read_text())  # ... and still reports
