@@ -3,7 +3,6 @@ export. Returns the summary it writes to `<run_dir>/summary.json`."""
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 import time
@@ -29,18 +28,24 @@ def build(cfg: DictConfig) -> tuple[RLModule, pl.Trainer]:
     task = build_node(cfg, "data")
     reward = build_node(cfg, "reward")
     check_task(task, reward)
+    if hasattr(reward, "bind"):  # a reward whose defaults depend on the task (reward=math's strict=null)
+        reward.bind(task)
     sampler = build_node(cfg, "curriculum")
     sampler.bind(task.train)  # a curriculum the data cannot serve (sorted without its key) fails before the model loads
+    peft = build_node(cfg, "peft")
     loaded = build_node(cfg, "model")(task)
-    reference = copy.deepcopy(loaded.policy) if algo.uses_reference else None  # the starting (SFT) policy
-    critic = algo.critic.build(loaded.policy) if algo.critic is not None else None  # PPO's value network
+    task.render_prompts(loaded.tokenizer)  # conversational prompts become text with the chat template, once
+    policy = peft.wrap(loaded.policy)  # peft=lora: adapters on the loaded weights
+    reference = peft.reference(policy) if algo.uses_reference else None  # the starting (SFT) policy
+    critic = algo.critic.build(policy) if algo.critic is not None else None  # PPO's value network
     run_dir = Path(cfg.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     module = RLModule(
-        loaded.policy, loaded.tokenizer, task, reward, advantage, algo, sampler, reference=reference, critic=critic,
+        policy, loaded.tokenizer, task, reward, advantage, algo, sampler, reference=reference, critic=critic,
         val_batch_size=cfg.val_batch_size, samples_path=str(run_dir / "samples.jsonl"),
         samples_every=cfg.samples_every, samples_per_step=cfg.samples_per_step,
     )
+    module.peft = peft
     trainer = build_node(cfg, "trainer", logger=build_node(cfg, "logger"))
     return module, trainer
 
@@ -64,9 +69,7 @@ def train(cfg: DictConfig) -> dict:
     train_metrics = {k: round(float(v), 4) for k, v in trainer.callback_metrics.items()
                      if k.split("/")[0] in ("reward", "loss", "rollout", "adv", "curriculum")}
     after = validate(trainer, module)
-    policy_dir = run_dir / "policy"
-    module.policy.save_pretrained(policy_dir)
-    module.tokenizer.save_pretrained(policy_dir)
+    exported = module.peft.export(module.policy, module.tokenizer, run_dir)  # policy/ (+ adapter/ with LoRA)
     close = getattr(module.reward, "close", None)
     if close is not None:
         close()
@@ -78,7 +81,7 @@ def train(cfg: DictConfig) -> dict:
         "steps": trainer.global_step,
         "peak_rss_mb": round(peak_rss_mb(), 1),
         "run_dir": str(run_dir),
-        "policy_dir": str(policy_dir),
+        **exported,
         "metrics_csv": str(Path(trainer.logger.log_dir) / "metrics.csv") if trainer.logger else None,
         "samples": str(run_dir / "samples.jsonl"),
         "checkpoint": str(run_dir / "checkpoints" / "last.ckpt"),

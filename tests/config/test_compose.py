@@ -7,14 +7,15 @@ from hydra.utils import instantiate
 
 from tests.conftest import CONF
 
-GROUPS = ["algo", "advantage", "reward", "curriculum", "model", "data", "trainer", "logger"]
+GROUPS = ["algo", "advantage", "reward", "curriculum", "model", "peft", "data", "trainer", "logger"]
 # Options that need a path the user supplies; the test supplies a placeholder.
 REQUIRED = {
     ("model", "hf"): ["model.name_or_path=/nonexistent"],
     ("data", "jsonl"): ["data.train_file=/nonexistent.jsonl", "data.val_file=/nonexistent.jsonl"],
+    ("data", "hf_dataset"): ["data.path=/nonexistent"],
 }
 # Building these objects reads files; composing and resolving them is what this test checks.
-COMPOSE_ONLY = {("data", "jsonl")}
+COMPOSE_ONLY = {("data", "jsonl"), ("data", "hf_dataset")}
 
 
 def options(group: str) -> list[str]:
