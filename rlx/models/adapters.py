@@ -48,8 +48,15 @@ class AdapterReference:
 
     @contextmanager
     def forward_model(self):
-        with self.policy.disable_adapter():
-            yield self.policy
+        """The policy with adapters off, in eval mode (no dropout) and without autograd; its mode and
+        adapters are restored afterwards."""
+        training = self.policy.training
+        self.policy.eval()
+        try:
+            with torch.no_grad(), self.policy.disable_adapter():
+                yield self.policy
+        finally:
+            self.policy.train(training)
 
     def to(self, device) -> AdapterReference:  # the policy's own device moves carry the shared weights
         return self
