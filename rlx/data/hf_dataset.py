@@ -44,8 +44,9 @@ def _files(spec) -> list[Path]:
     return files
 
 
-def load_splits(path: str | None, data_files) -> tuple[str, dict]:
-    """(a name for messages, {split: datasets.Dataset}) from a save_to_disk directory or data files."""
+def load_splits(path: str | None, data_files) -> tuple[str, dict[str, tuple[str, object]]]:
+    """(the source's name, {split: (where its rows come from, datasets.Dataset)}) from a save_to_disk
+    directory or data files."""
     if (path is None) == (data_files is None):
         raise DataError("data=hf_dataset needs exactly one of data.path (a save_to_disk directory) and "
                         f"data.data_files (parquet/json/csv files per split); got path={path!r}, "
@@ -62,59 +63,60 @@ def load_splits(path: str | None, data_files) -> tuple[str, dict]:
             raise DataError(f"data.path={directory} is not a save_to_disk directory ({err}). For parquet, "
                             "json or csv files use data.data_files") from None
         if isinstance(loaded, ds.Dataset):
-            return str(directory), {"train": loaded}
-        return str(directory), dict(loaded)
+            return str(directory), {"train": (str(directory), loaded)}
+        return str(directory), {name: (str(directory), split) for name, split in loaded.items()}
     mapping = data_files if isinstance(data_files, dict) else {"train": data_files}
     splits = {}
     for split, spec in mapping.items():
         files = _files(spec)
         reader = {"parquet": ds.Dataset.from_parquet, "json": ds.Dataset.from_json,
                   "csv": ds.Dataset.from_csv}[BUILDERS[files[0].suffix]]
+        names = ", ".join(str(f) for f in files)
         try:
-            splits[split] = reader([str(f) for f in files], keep_in_memory=True)
+            splits[split] = (names, reader([str(f) for f in files], keep_in_memory=True))
         except Exception as err:  # a corrupt or unreadable file: name it, not the library's internals
-            raise DataError(f"data.data_files[{split}]: could not read {[str(f) for f in files]}: {err}") from None
-    return ", ".join(f"{s}: {[str(f) for f in _files(spec)]}" for s, spec in mapping.items()), splits
+            raise DataError(f"data.data_files[{split}]: could not read {names}: {err}") from None
+    return "data.data_files", splits
 
 
 class HfDatasetTask(Task):
     def __init__(self, path: str | None, data_files, split: str, val_split: str, columns: dict[str, str],
                  max_new_tokens: int, warm_start_file: str | None) -> None:
-        self.source, splits = load_splits(path, data_files)
+        source, splits = load_splits(path, data_files)
         if split == val_split:
             raise DataError(f"data.split and data.val_split are both {split!r}: the held-out rows would be "
                             "trained on. Name two different splits")
-        self.rows = {}
+        self.rows, self.where = {}, {}
         for role, name in (("train", split), ("val", val_split)):
             if name not in splits:
                 key = "data.split" if role == "train" else "data.val_split"
-                raise DataError(f"{self.source} has no split {name!r} ({key}); its splits are {sorted(splits)}")
-            self.rows[role] = self._rows(splits[name], name, columns)
-        self.split_names = {"train": split, "val": val_split}
+                raise DataError(f"{source} has no split {name!r} ({key}); its splits are {sorted(splits)}")
+            self.where[role] = f"{splits[name][0]} split {name!r}"
+            self.rows[role] = self._rows(splits[name][1], self.where[role], columns)
         self.train, self.val = self.rows["train"], self.rows["val"]
         self.max_new_tokens = max_new_tokens
         self.warm_start_file = warm_start_file
 
-    def _rows(self, dataset, name: str, columns: dict[str, str]) -> list[dict]:
+    @staticmethod
+    def _rows(dataset, where: str, columns: dict[str, str]) -> list[dict]:
         present = list(dataset.column_names)
         for field, column in columns.items():
             if column not in present:
-                raise DataError(f"data.columns maps {field} to column {column!r}, but {self.source} split "
-                                f"{name!r} has columns {present}")
+                raise DataError(f"data.columns maps {field} to column {column!r}, but {where} has columns {present}")
             if field in present and field != column:
-                raise DataError(f"data.columns maps {field} to column {column!r}, but {self.source} split "
-                                f"{name!r} already has a column {field!r}; map that one instead or drop it")
+                raise DataError(f"data.columns maps {field} to column {column!r}, but {where} already has a "
+                                f"column {field!r}; map that one instead or drop it")
         renamed = {column: field for field, column in columns.items()}
         rows = [{renamed.get(k, k): v for k, v in row.items()} for row in dataset]
         if not rows:
-            raise DataError(f"{self.source} split {name!r} has no rows")
+            raise DataError(f"{where} has no rows")
         for i, row in enumerate(rows):
             if "prompt" not in row:
-                raise DataError(f"{self.source} split {name!r} row {i} has no `prompt` (columns: {sorted(row)}); "
-                                "name the prompt column with data.columns, e.g. data.columns={prompt: question}")
+                raise DataError(f"{where} row {i} has no `prompt` (columns: {sorted(row)}); name the prompt "
+                                "column with data.columns, e.g. data.columns={prompt: question}")
             problem = prompt_problem(row["prompt"])
             if problem:
-                raise DataError(f"{self.source} split {name!r} row {i}: {problem}")
+                raise DataError(f"{where} row {i}: {problem}")
         return rows
 
     def check_fields(self, fields: tuple[str, ...]) -> None:
@@ -122,12 +124,11 @@ class HfDatasetTask(Task):
             for i, row in enumerate(rows):
                 missing = [f for f in fields if f not in row]
                 if missing:
-                    raise DataError(f"{self.source} split {self.split_names[role]!r} row {i} is missing field(s) "
-                                    f"{missing} that the reward needs (fields present: {sorted(row)}); map a "
-                                    "column to it with data.columns")
+                    raise DataError(f"{self.where[role]} row {i} is missing field(s) {missing} that the reward "
+                                    f"needs (fields present: {sorted(row)}); map a column to it with data.columns")
 
     def _where(self, split: str, index: int) -> str:
-        return f"{self.source} split {self.split_names[split]!r} row {index}"
+        return f"{self.where[split]} row {index}"
 
     def warm_start_examples(self, count: int, seed: int) -> list[tuple[str, str]]:
         if self.warm_start_file is None:
