@@ -28,17 +28,17 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-MODEL = dict(arch="qwen2", hidden=512, layers=8, heads=8, vocab=32000)
 
 
-def model_dir(cache: Path) -> Path:
+def model_dir(cache: Path, hidden: int, layers: int, vocab: int) -> Path:
     from rlx.models.synthetic import build_model_dir
 
-    path = cache / "bench" / "qwen2-h512-l8-v32000"
+    path = cache / "bench" / f"qwen2-h{hidden}-l{layers}-v{vocab}"
     if not (path / "synthetic.json").is_file():  # built once (~10 s), then reused; atomic for parallel runs
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=".building-"))
-        build_model_dir(tmp / "m", **MODEL)
+        build_model_dir(tmp / "m", arch="qwen2", hidden=hidden, layers=layers, heads=max(1, hidden // 64),
+                        vocab=vocab)
         try:
             os.rename(tmp / "m", path)
         except OSError:
@@ -172,6 +172,9 @@ def main() -> None:
     parser.add_argument("--timeout-s", type=float, default=1800)
     parser.add_argument("--skip-unbatched-above", type=int, default=64,
                         help="do not run micro-batching-off at more prompts than this (they only hit the cap)")
+    parser.add_argument("--hidden", type=int, default=512, help="the synthetic Qwen2's width (512: 50M parameters)")
+    parser.add_argument("--layers", type=int, default=8)
+    parser.add_argument("--vocab", type=int, default=32000)
     parser.add_argument("--cache", default=os.environ.get("RLX_CACHE", "~/.cache/rlx"))
     parser.add_argument("--json", help="also write every measurement here")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -180,7 +183,7 @@ def main() -> None:
         print(json.dumps(child(json.loads(args.child))), flush=True)
         return
 
-    model = model_dir(Path(args.cache).expanduser())
+    model = model_dir(Path(args.cache).expanduser(), args.hidden, args.layers, args.vocab)
     meta = json.loads((model / "synthetic.json").read_text())
     cap = args.max_rss_gb * 1024
     bounded = [f"algo.micro_batch_size={args.micro_batch}", f"algo.generation_batch_size={args.generation_batch}"]

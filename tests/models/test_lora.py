@@ -46,7 +46,7 @@ def train_adapters(policy, steps: int = 3) -> None:
 
 
 def test_reference_is_the_starting_policy_in_the_same_storage(base):
-    tok, model = base
+    _, model = base
     start = sequence_logprobs(copy.deepcopy(model), IDS, MASK, 3, 1.0)  # [2, 3] the starting policy
     policy = lora().wrap(model)
     reference = lora().reference(policy)
