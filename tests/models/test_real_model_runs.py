@@ -67,12 +67,14 @@ def test_lora_on_the_embedded_default_gains_checkpoints_resumes_and_exports(tmp_
 
 
 @pytest.mark.slow
-def test_ppo_critic_beside_a_lora_policy(tmp_path, test_cache):
+def test_ppo_critic_beside_a_lora_policy_with_checkpointing_and_bf16_on_tiny(tmp_path, test_cache):
     summary = train(compose_config(["algo=ppo", "peft=lora", *FAST_MODEL, f"model.cache_dir={test_cache}",
+                                    "model.gradient_checkpointing=true", "trainer.precision=bf16-mixed",
                                     "algo.prompts_per_step=8", "data.val_size=16", "trainer.max_steps=2"],
                                    tmp_path / "ppo"))
     assert summary["steps"] == 2 and "loss/value" in summary["train"]
     assert (tmp_path / "ppo" / "adapter" / "adapter_config.json").is_file()
+    assert AutoModelForCausalLM.from_pretrained(summary["policy_dir"]).num_parameters() > 0
 
 
 @pytest.mark.slow
