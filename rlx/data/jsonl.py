@@ -83,7 +83,12 @@ class JsonlTask(Task):
 
 def warm_start_pairs(path: str, count: int) -> list[tuple[str, str]]:
     """`count` (prompt, completion) pairs from a warm-start JSONL file, cycling through its rows."""
-    rows = [row for _, row in read_rows(path, ["prompt", "completion"])]
+    numbered = read_rows(path, ["prompt", "completion"])
+    for line_no, row in numbered:
+        if not (isinstance(row["prompt"], str) and isinstance(row["completion"], str)):
+            raise DataError(f"{path}:{line_no}: a warm-start row's prompt and completion must be text (the "
+                            "character-level warm start has no chat template)")
+    rows = [row for _, row in numbered]
     return [(row["prompt"], row["completion"]) for row in (rows * (count // len(rows) + 1))[:count]]
 
 

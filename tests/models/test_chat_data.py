@@ -65,3 +65,12 @@ def test_a_tokenizer_without_a_chat_template_fails_clearly(tmp_path, base_model_
     with pytest.raises(ConfigError, match=rf"2 prompts are conversations .*{tmp_path / 'train.jsonl'}:1.*"
                                           r"has no chat template.*Use a chat/instruct model"):
         task.render_prompts(tokenizer)
+
+
+def test_warm_start_rows_must_be_text(tmp_path):
+    warm = write_jsonl(tmp_path / "warm.jsonl", [{"prompt": "1+1=", "completion": "2"},
+                                                 {"prompt": CHAT, "completion": "5"}])
+    task = jsonl_task(tmp_path, [{"prompt": "1+1=", "answer": "2"}])
+    task.warm_start_file = str(warm)
+    with pytest.raises(DataError, match=rf"{warm}:2: a warm-start row's prompt and completion must be text"):
+        task.warm_start_examples(4, seed=0)
