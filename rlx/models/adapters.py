@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import copy
 import logging
-from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 from torch import nn
+
+from rlx.models.reference import AdapterReference, FrozenReference
 
 log = logging.getLogger(__name__)
 
@@ -39,37 +40,14 @@ def save_policy(policy, tokenizer, directory: Path) -> Path:
     return directory
 
 
-class AdapterReference:
-    """The reference of a LoRA run: the policy itself with its adapters disabled, never a second copy of the
-    weights. Same interface as `FrozenReference`: `with reference.forward_model() as ref: ref(...)`."""
-
-    def __init__(self, policy) -> None:
-        self.policy = policy
-
-    @contextmanager
-    def forward_model(self):
-        """The policy with adapters off, in eval mode (no dropout) and without autograd; its mode and
-        adapters are restored afterwards."""
-        training = self.policy.training
-        self.policy.eval()
-        try:
-            with torch.no_grad(), self.policy.disable_adapter():
-                yield self.policy
-        finally:
-            self.policy.train(training)
-
-    def to(self, device) -> AdapterReference:  # the policy's own device moves carry the shared weights
-        return self
-
-
 class FullFineTuning:
     """`peft=none`: every weight of the policy trains."""
 
     def wrap(self, policy):
         return policy
 
-    def reference(self, policy):
-        return copy.deepcopy(policy)  # the frozen starting (SFT) policy
+    def reference(self, policy) -> FrozenReference:
+        return FrozenReference(copy.deepcopy(policy))  # the frozen starting (SFT) policy
 
     def export(self, policy, tokenizer, run_dir: Path) -> dict[str, str]:
         return {"policy_dir": str(save_policy(policy, tokenizer, run_dir / "policy"))}

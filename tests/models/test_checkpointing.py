@@ -10,7 +10,7 @@ from rlx.models.adapters import Lora
 from rlx.models.loading import load_local
 from rlx.models.tiny import build_tiny_llama
 from rlx.models.tokenizer import build_char_tokenizer
-from rlx.rollout.generate import sequence_logprobs
+from rlx.rollout.logprobs import forward_logprobs
 
 IDS = torch.randint(4, 100, (4, 24), generator=torch.Generator().manual_seed(0))
 MASK = torch.ones_like(IDS)
@@ -36,7 +36,7 @@ def grads_and_saved_bytes(policy) -> tuple[dict[str, torch.Tensor], int]:
     policy.train()
     policy.zero_grad(set_to_none=True)
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        loss = -sequence_logprobs(policy, IDS, MASK, 12, 1.0).mean()
+        loss = -forward_logprobs(policy, IDS, MASK, 12, 1.0)[0].mean()
     loss.backward()
     return {n: p.grad.clone() for n, p in policy.named_parameters() if p.grad is not None}, sum(saved)
 

@@ -11,12 +11,13 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from rlx.models.adapters import AdapterReference, FullFineTuning, Lora, plain_copy
+from rlx.models.adapters import FullFineTuning, Lora, plain_copy
+from rlx.models.reference import AdapterReference
 from rlx.models.critic import Critic
 from rlx.models.loading import ModelError
 from rlx.models.tiny import build_tiny_llama
 from rlx.models.tokenizer import build_char_tokenizer
-from rlx.rollout.generate import sequence_logprobs
+from rlx.rollout.logprobs import forward_logprobs
 
 IDS = torch.tensor([[5, 6, 7, 8, 9, 10], [5, 6, 11, 12, 13, 3]])  # two sequences: prompt of 3, completion of 3
 MASK = torch.ones_like(IDS)
@@ -38,7 +39,7 @@ def lora(**overrides) -> Lora:
 def train_adapters(policy, steps: int = 3) -> None:
     optimizer = torch.optim.AdamW(policy.parameters(), lr=1e-2)
     for _ in range(steps):
-        loss = -sequence_logprobs(policy, IDS, MASK, 3, 1.0).mean()
+        loss = -forward_logprobs(policy, IDS, MASK, 3, 1.0)[0].mean()
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -47,24 +48,24 @@ def train_adapters(policy, steps: int = 3) -> None:
 
 def test_reference_is_the_starting_policy_in_the_same_storage(base):
     _, model = base
-    start = sequence_logprobs(copy.deepcopy(model), IDS, MASK, 3, 1.0)  # [2, 3] the starting policy
+    start = forward_logprobs(copy.deepcopy(model), IDS, MASK, 3, 1.0)[0]  # [2, 3] the starting policy
     policy = lora().wrap(model)
     reference = lora().reference(policy)
     assert isinstance(reference, AdapterReference)
     optimizer = train_adapters(policy)
     with torch.no_grad():
-        moved = sequence_logprobs(policy, IDS, MASK, 3, 1.0)
+        moved = forward_logprobs(policy, IDS, MASK, 3, 1.0)[0]
     assert not torch.allclose(moved, start, atol=1e-3)  # the adapters learnt something
     with reference.forward_model() as ref:
         assert not ref.training and not torch.is_grad_enabled()
-        torch.testing.assert_close(sequence_logprobs(ref, IDS, MASK, 3, 1.0), start)  # still π_ref
+        torch.testing.assert_close(forward_logprobs(ref, IDS, MASK, 3, 1.0)[0], start)  # still π_ref
         ref_ptrs = {p.data_ptr() for p in ref.parameters()}
     policy_ptrs = {p.data_ptr() for p in policy.parameters()}
     assert ref_ptrs <= policy_ptrs  # no tensor of its own: the base weights are held once
     base_weight = policy.get_base_model().model.layers[0].self_attn.q_proj.base_layer.weight
     assert base_weight.data_ptr() in ref_ptrs and not base_weight.requires_grad
     with torch.no_grad():  # leaving the context turned the adapters back on
-        torch.testing.assert_close(sequence_logprobs(policy, IDS, MASK, 3, 1.0), moved)
+        torch.testing.assert_close(forward_logprobs(policy, IDS, MASK, 3, 1.0)[0], moved)
     # only the adapter matrices have optimiser state
     stateful = {name for name, p in policy.named_parameters() if p in optimizer.state}
     assert stateful and all("lora_A" in n or "lora_B" in n for n in stateful)
@@ -77,8 +78,8 @@ def test_full_fine_tuning_reference_is_a_separate_frozen_copy(base):
     peft = FullFineTuning()
     policy = peft.wrap(model)
     assert policy is model
-    with_reference = peft.reference(policy)
-    ref_ptrs = {p.data_ptr() for p in with_reference.parameters()}
+    with peft.reference(policy).forward_model() as ref:
+        ref_ptrs = {p.data_ptr() for p in ref.parameters()}
     assert not ref_ptrs & {p.data_ptr() for p in policy.parameters()}
 
 
@@ -94,15 +95,15 @@ def test_export_writes_an_adapter_and_a_merged_model_that_loads_without_peft(bas
     assert not any("lora" in name for name, _ in merged.named_parameters())
     assert merged.num_parameters() == sum(p.numel() for n, p in policy.named_parameters() if "lora_" not in n)
     with torch.no_grad():
-        torch.testing.assert_close(sequence_logprobs(merged, IDS, MASK, 3, 1.0),
-                                   sequence_logprobs(policy, IDS, MASK, 3, 1.0), atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(forward_logprobs(merged, IDS, MASK, 3, 1.0)[0],
+                                   forward_logprobs(policy, IDS, MASK, 3, 1.0)[0], atol=1e-5, rtol=1e-5)
 
     from peft import AutoPeftModelForCausalLM
 
     reloaded = AutoPeftModelForCausalLM.from_pretrained(adapter)  # the adapter over its recorded base
     with torch.no_grad():
-        torch.testing.assert_close(sequence_logprobs(reloaded, IDS, MASK, 3, 1.0),
-                                   sequence_logprobs(policy, IDS, MASK, 3, 1.0), atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(forward_logprobs(reloaded, IDS, MASK, 3, 1.0)[0],
+                                   forward_logprobs(policy, IDS, MASK, 3, 1.0)[0], atol=1e-5, rtol=1e-5)
 
 
 def test_ppo_critic_of_a_lora_policy_is_a_plain_network_sharing_nothing(base):
