@@ -173,16 +173,27 @@ class RLModule(LightningModule):
                       batch_size=1)
 
     def write_samples(self, batch: RolloutBatch, step: int) -> None:
+        """Every `samples_every` steps, `samples_per_step` completions spread over the batch's prompts (the
+        first completion of each prompt, then the second, ...), each with the row fields the reward checks it
+        against (`reference`: e.g. `answer` for math, `tests` for unit_tests)."""
         if self.samples_path is None or step % self.samples_every:
             return
         rows = self.task.train
+        fields = tuple(getattr(self.reward, "required_fields", ()))
+        prompts = [int(p) for p in batch.prompt_index]
+        rank, seen = [], {}  # rank[i]: how many earlier completions share completion i's prompt
+        for p in prompts:
+            rank.append(seen.get(p, 0))
+            seen[p] = rank[-1] + 1
+        picked = sorted(range(len(prompts)), key=lambda i: (rank[i], i))[: self.samples_per_step]
         with self.samples_path.open("a", encoding="utf-8") as out:
-            for i in range(min(self.samples_per_step, len(batch.completions))):
+            for i in picked:
+                row = rows[prompts[i]]
                 out.write(json.dumps({
-                    "step": step, "prompt": rows[int(batch.prompt_index[i])]["prompt"],
-                    "completion": batch.completions[i], "reward": float(batch.rewards[i]),
-                    "status": batch.statuses[i],
-                }) + "\n")
+                    "step": step, "prompt": row["prompt"], "completion": batch.completions[i],
+                    "reference": {f: row[f] for f in fields if f in row},
+                    "reward": float(batch.rewards[i]), "status": batch.statuses[i],
+                }, default=str) + "\n")
 
     # ---------------------------------------------------------------- held-out evaluation
     def on_validation_start(self) -> None:

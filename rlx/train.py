@@ -13,6 +13,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rlx.checks import build_node, check_algorithm, check_task
+from rlx.cli.preflight import bundled_task_hint
 from rlx.errors import ConfigError
 from rlx.module import RLModule
 
@@ -27,7 +28,8 @@ def build(cfg: DictConfig) -> tuple[RLModule, pl.Trainer]:
     check_algorithm(algo, advantage, has_critic=algo.critic is not None)
     task = build_node(cfg, "data")
     reward = build_node(cfg, "reward")
-    check_task(task, reward)
+    with bundled_task_hint():  # rows without the reward's fields: name the reward's own task as the fix
+        check_task(task, reward)
     if hasattr(reward, "bind"):  # a reward whose defaults depend on the task (reward=math's strict=null)
         reward.bind(task)
     sampler = build_node(cfg, "curriculum")
