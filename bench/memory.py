@@ -207,8 +207,8 @@ def main() -> None:
                                   else {"error": "not run"})
             results["batch"][prompts] = row
         lora_prompts = int(args.prompts.split(",")[0])
-        for name, extra in (("full", bounded), ("lora", [*bounded, "peft=lora"])):
-            results["lora"][name] = run(name, lora_prompts, extra)
+        results["lora"]["full"] = results["batch"][lora_prompts]["micro-batched"]  # the same run: peft=none
+        results["lora"]["lora"] = run("lora", lora_prompts, [*bounded, "peft=lora"])
 
     print(f"\n| prompts x completions | completions | micro-batched (micro_batch_size={args.micro_batch}, "
           f"generation_batch_size={args.generation_batch}) | whole batch per forward |")
