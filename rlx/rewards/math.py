@@ -95,7 +95,8 @@ class MathReward:
         self._executor: futures.ProcessPoolExecutor | None = None
 
     def bind(self, task) -> None:
-        """Resolve `strict=None` from the task this reward scores (called once at start by rlx.train)."""
+        """Resolve `strict=None` from the task this reward scores, or its class (`strict_answers` is a class
+        attribute); called once at start by rlx.train and rlx.score."""
         if self.strict is None:
             self.strict = task.strict_answers
 

@@ -45,6 +45,9 @@ def test_explicit_strictness_wins_and_unbound_null_refuses_to_score(tmp_path):
     lenient = MathReward(strict=False)
     lenient.bind(ArithmeticTask(10, 20, 10, 0, 0.5, 4))
     assert lenient.strict is False
+    by_class = MathReward(strict=None)
+    by_class.bind(JsonlTask)  # rlx.score binds the composed task's class, not an instance
+    assert by_class.strict is False
     with pytest.raises(RuntimeError, match="strict=None.*bind"):
         MathReward(strict=None)(["5"], [{"answer": "5"}])
     # a strict reference is compared as written, marker and all
