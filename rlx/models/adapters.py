@@ -34,10 +34,15 @@ def plain_copy(policy) -> nn.Module:
     return copied.merge_and_unload() if isinstance(copied, PeftModel) else copied
 
 
-def save_policy(policy, tokenizer, directory: Path) -> Path:
-    policy.save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    return directory
+def check_strategy(peft, trainer) -> None:
+    """LoRA is refused under a sharded strategy at start: the adapter-disabled reference and the merged export
+    are written for whole (replicated) weights, and have not been run on FSDP's shards."""
+    from rlx.distributed.fsdp import FullyShardedDataParallel
+    from rlx.errors import ConfigError
+
+    if isinstance(peft, Lora) and isinstance(trainer.strategy, FullyShardedDataParallel):
+        raise ConfigError("peft=lora runs under trainer=ddp or on one process, not under trainer=fsdp (the adapters "
+                          "are small: replicate them with trainer=ddp, or use peft=none with trainer=fsdp)")
 
 
 class FullFineTuning:
@@ -49,8 +54,12 @@ class FullFineTuning:
     def reference(self, policy) -> FrozenReference:
         return FrozenReference(copy.deepcopy(policy))  # the frozen starting (SFT) policy
 
-    def export(self, policy, tokenizer, run_dir: Path) -> dict[str, str]:
-        return {"policy_dir": str(save_policy(policy, tokenizer, run_dir / "policy"))}
+    def export(self, world, policy, tokenizer, run_dir: Path) -> dict[str, str]:
+        """`policy/` by rank 0 (gathered first under trainer=fsdp)."""
+        from rlx.distributed import save_policy
+
+        save_policy(world, policy, tokenizer, run_dir / "policy")
+        return {"policy_dir": str(run_dir / "policy")}
 
 
 class Lora:
@@ -88,14 +97,17 @@ class Lora:
     def reference(self, policy) -> AdapterReference:
         return AdapterReference(policy)
 
-    def export(self, policy, tokenizer, run_dir: Path) -> dict[str, str]:
-        """`adapter/` (peft's adapter_config.json + weights) and `policy/`: the base model reloaded from its
+    def export(self, world, policy, tokenizer, run_dir: Path) -> dict[str, str]:
+        """By rank 0 (every rank holds the same adapters under trainer=ddp): `adapter/` (peft's adapter_config.json + weights) and `policy/`: the base model reloaded from its
         own directory on the CPU with the saved adapter merged in, so the adapter directory is proven to
         load and the merged export costs no accelerator memory."""
         from peft import PeftModel
         from transformers import AutoModelForCausalLM
 
-        adapter_dir = run_dir / "adapter"
+        adapter_dir, policy_dir = run_dir / "adapter", run_dir / "policy"
+        paths = {"policy_dir": str(policy_dir), "adapter_dir": str(adapter_dir)}
+        if not world.is_zero:
+            return paths
         policy.save_pretrained(adapter_dir)
         tokenizer.save_pretrained(adapter_dir)
         base_path = policy.peft_config["default"].base_model_name_or_path
@@ -105,5 +117,6 @@ class Lora:
         with torch.no_grad():
             merged = PeftModel.from_pretrained(base, adapter_dir).merge_and_unload()
         merged.generation_config.pad_token_id = tokenizer.pad_token_id
-        return {"policy_dir": str(save_policy(merged, tokenizer, run_dir / "policy")),
-                "adapter_dir": str(adapter_dir)}
+        merged.save_pretrained(policy_dir)
+        tokenizer.save_pretrained(policy_dir)
+        return paths

@@ -18,7 +18,7 @@ from tests.conftest import FAST_MODEL, REPO
 pytestmark = pytest.mark.slow
 
 SHORT = ["trainer.max_steps=4", "trainer.val_check_interval=2", "algo.prompts_per_step=4", "algo.group_size=4",
-         "data.val_size=16", "trainer.callbacks.0.every_n_train_steps=2", "samples_every=2"]
+         "data.val_size=16", "checkpoint.every_n_steps=2", "samples_every=2"]
 
 
 def run_cli(args: list[str], run_dir: Path, cache: Path, check: bool = True) -> subprocess.CompletedProcess:

@@ -11,7 +11,12 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from rlx.models.adapters import FullFineTuning, Lora, plain_copy
+from types import SimpleNamespace
+
+from rlx.distributed import World
+from rlx.distributed.fsdp import FullyShardedDataParallel
+from rlx.errors import ConfigError
+from rlx.models.adapters import FullFineTuning, Lora, check_strategy, plain_copy
 from rlx.models.reference import AdapterReference
 from rlx.models.critic import Critic
 from rlx.models.loading import ModelError
@@ -87,7 +92,7 @@ def test_export_writes_an_adapter_and_a_merged_model_that_loads_without_peft(bas
     tok, model = base
     policy = lora().wrap(model)
     train_adapters(policy)
-    out = lora().export(policy, tok, tmp_path / "run")
+    out = lora().export(World.current(), policy, tok, tmp_path / "run")
     assert set(out) == {"policy_dir", "adapter_dir"}
     adapter = tmp_path / "run" / "adapter"
     assert (adapter / "adapter_config.json").is_file() and (adapter / "adapter_model.safetensors").is_file()
@@ -125,3 +130,11 @@ def test_lora_options_are_checked():
     tok = build_char_tokenizer()
     with pytest.raises(ModelError, match="peft.target_modules=.*does not fit LlamaForCausalLM"):
         lora(target_modules=["no_such_proj"]).wrap(build_tiny_llama(tok, 32, 1, 2, 64, 64, 0.02, seed=0))
+
+
+def test_lora_under_fsdp_is_refused_at_start_and_fits_ddp_or_one_process():
+    fsdp = SimpleNamespace(strategy=object.__new__(FullyShardedDataParallel))  # the type is what is checked
+    with pytest.raises(ConfigError, match="trainer=ddp"):
+        check_strategy(lora(), fsdp)
+    check_strategy(FullFineTuning(), fsdp)
+    check_strategy(lora(), SimpleNamespace(strategy=object()))
