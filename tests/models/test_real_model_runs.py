@@ -41,7 +41,7 @@ def greedy_accuracy(model, tokenizer, rows, max_new_tokens) -> float:
 @pytest.mark.slow
 def test_lora_on_the_embedded_default_gains_checkpoints_resumes_and_exports(tmp_path, test_cache):
     args = ["peft=lora", *LORA_WARM_START, f"model.cache_dir={test_cache}", "data.val_size=200",
-            "trainer.max_steps=30", "trainer.val_check_interval=100", "trainer.callbacks.0.every_n_train_steps=30"]
+            "trainer.max_steps=30", "trainer.val_check_interval=100", "checkpoint.every_n_steps=30"]
     summary = train(compose_config(args, tmp_path / "run"))
     before, after = summary["before"]["val/accuracy"], summary["after"]["val/accuracy"]
     assert after - before >= 0.15, (before, after)
