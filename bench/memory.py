@@ -37,8 +37,7 @@ def model_dir(cache: Path, hidden: int, layers: int, vocab: int) -> Path:
     if not (path / "synthetic.json").is_file():  # built once (~10 s), then reused; atomic for parallel runs
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=".building-"))
-        build_model_dir(tmp / "m", arch="qwen2", hidden=hidden, layers=layers, heads=max(1, hidden // 64),
-                        vocab=vocab)
+        build_model_dir(tmp / "m", arch="qwen2", hidden=hidden, layers=layers, heads=max(1, hidden // 64), vocab=vocab)
         try:
             os.rename(tmp / "m", path)
         except OSError:
@@ -49,19 +48,34 @@ def model_dir(cache: Path, hidden: int, layers: int, vocab: int) -> Path:
 def prompts_file(directory: Path) -> Path:
     """Arithmetic questions as free text (reward=math extracts the last number)."""
     path = directory / "prompts.jsonl"
-    rows = [{"prompt": f"Question: what is {a} plus {b}? Answer:", "answer": str(a + b)}
-            for a in range(10, 30) for b in range(10, 30)]
+    rows = [
+        {"prompt": f"Question: what is {a} plus {b}? Answer:", "answer": str(a + b)}
+        for a in range(10, 30)
+        for b in range(10, 30)
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
 
 
-def overrides(model: Path, data: Path, run_dir: Path, prompts: int, group: int, new_tokens: int,
-              extra: list[str]) -> list[str]:
-    return [f"run_dir={run_dir}", "model=hf", f"model.name_or_path={model}", "data=jsonl",
-            f"data.train_file={data}", f"data.val_file={data}", f"data.max_new_tokens={new_tokens}",
-            f"algo.prompts_per_step={prompts}", f"algo.group_size={group}", "trainer.max_steps=1",
-            "trainer.callbacks=[]", "+trainer.enable_checkpointing=false",
-            "logger=csv", *extra]
+def overrides(
+    model: Path, data: Path, run_dir: Path, prompts: int, group: int, new_tokens: int, extra: list[str]
+) -> list[str]:
+    return [
+        f"run_dir={run_dir}",
+        "model=hf",
+        f"model.name_or_path={model}",
+        "data=jsonl",
+        f"data.train_file={data}",
+        f"data.val_file={data}",
+        f"data.max_new_tokens={new_tokens}",
+        f"algo.prompts_per_step={prompts}",
+        f"algo.group_size={group}",
+        "trainer.max_steps=1",
+        "trainer.callbacks=[]",
+        "+trainer.enable_checkpointing=false",
+        "logger=csv",
+        *extra,
+    ]
 
 
 def vm_hwm_mb() -> float:
@@ -114,8 +128,11 @@ def child(args: list[str]) -> dict:
         "weights_mb": round(tensor_mb(policy.parameters()), 1),
         "optimizer_state_mb": round(tensor_mb(state), 1),
         "reference_extra_mb": round(tensor_mb(ref_params), 1),
-        "completion_tokens": int(trainer.callback_metrics["rollout/length_mean"] * cfg.algo.prompts_per_step
-                                 * cfg.algo.group_size) if "rollout/length_mean" in trainer.callback_metrics else None,
+        "completion_tokens": int(
+            trainer.callback_metrics["rollout/length_mean"] * cfg.algo.prompts_per_step * cfg.algo.group_size
+        )
+        if "rollout/length_mean" in trainer.callback_metrics
+        else None,
     }
 
 
@@ -133,15 +150,18 @@ def measure(args: list[str], cap_mb: float, timeout_s: float) -> dict:
     """Run one configuration in a subprocess, stopping it if its RSS passes the cap."""
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"), "PYTHONUNBUFFERED": "1"}
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen([sys.executable, __file__, "--child", json.dumps(args)], stdout=out, stderr=err,
-                                cwd=REPO, env=env)
+        proc = subprocess.Popen(
+            [sys.executable, __file__, "--child", json.dumps(args)], stdout=out, stderr=err, cwd=REPO, env=env
+        )
         start, highest = time.monotonic(), 0.0
         while proc.poll() is None:
             highest = max(highest, rss_mb(proc.pid))
             if highest > cap_mb or time.monotonic() - start > timeout_s:
                 proc.kill()
                 proc.wait()
-                why = f"> {cap_mb / 1024:.1f} GB (stopped)" if highest > cap_mb else f"timed out after {timeout_s:.0f} s"
+                why = (
+                    f"> {cap_mb / 1024:.1f} GB (stopped)" if highest > cap_mb else f"timed out after {timeout_s:.0f} s"
+                )
                 return {"error": why}
             time.sleep(0.05)
         out.seek(0)
@@ -170,8 +190,12 @@ def main() -> None:
     parser.add_argument("--generation-batch", type=int, default=64, help="sequences per generate call")
     parser.add_argument("--max-rss-gb", type=float, default=12.0, help="stop a configuration above this RSS")
     parser.add_argument("--timeout-s", type=float, default=1800)
-    parser.add_argument("--skip-unbatched-above", type=int, default=64,
-                        help="do not run micro-batching-off at more prompts than this (they only hit the cap)")
+    parser.add_argument(
+        "--skip-unbatched-above",
+        type=int,
+        default=64,
+        help="do not run micro-batching-off at more prompts than this (they only hit the cap)",
+    )
     parser.add_argument("--hidden", type=int, default=512, help="the synthetic Qwen2's width (512: 50M parameters)")
     parser.add_argument("--layers", type=int, default=8)
     parser.add_argument("--vocab", type=int, default=32000)
@@ -188,41 +212,50 @@ def main() -> None:
     cap = args.max_rss_gb * 1024
     bounded = [f"algo.micro_batch_size={args.micro_batch}", f"algo.generation_batch_size={args.generation_batch}"]
     results: dict = {"model": meta, "batch": {}, "lora": {}}
-    print(f"model: {meta['arch']} {meta['parameters'] / 1e6:.1f}M parameters, vocabulary {meta['tokens']} tokens; "
-          f"{args.new_tokens} new tokens; {args.group_size} completions per prompt; OMP_NUM_THREADS="
-          f"{os.environ.get('OMP_NUM_THREADS', '1')}\n")
+    print(
+        f"model: {meta['arch']} {meta['parameters'] / 1e6:.1f}M parameters, vocabulary {meta['tokens']} tokens; "
+        f"{args.new_tokens} new tokens; {args.group_size} completions per prompt; OMP_NUM_THREADS="
+        f"{os.environ.get('OMP_NUM_THREADS', '1')}\n"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         data = prompts_file(Path(tmp))
 
         def run(name: str, prompts: int, extra: list[str]) -> dict:
             run_dir = Path(tmp) / f"{name}-{prompts}"
-            out = measure(overrides(model, data, run_dir, prompts, args.group_size, args.new_tokens, extra), cap,
-                          args.timeout_s)
+            out = measure(
+                overrides(model, data, run_dir, prompts, args.group_size, args.new_tokens, extra), cap, args.timeout_s
+            )
             print(f"  {name:>10} {prompts:>3} x {args.group_size}: {cell(out)}", flush=True)
             return out
 
         for prompts in [int(p) for p in args.prompts.split(",")]:
             row = {"micro-batched": run("bounded", prompts, bounded)}
-            row["whole batch"] = (run("whole", prompts, []) if prompts <= args.skip_unbatched_above
-                                  else {"error": "not run"})
+            row["whole batch"] = (
+                run("whole", prompts, []) if prompts <= args.skip_unbatched_above else {"error": "not run"}
+            )
             results["batch"][prompts] = row
         lora_prompts = int(args.prompts.split(",")[0])
         results["lora"]["full"] = results["batch"][lora_prompts]["micro-batched"]  # the same run: peft=none
         results["lora"]["lora"] = run("lora", lora_prompts, [*bounded, "peft=lora"])
 
-    print(f"\n| prompts x completions | completions | micro-batched (micro_batch_size={args.micro_batch}, "
-          f"generation_batch_size={args.generation_batch}) | whole batch per forward |")
+    print(
+        f"\n| prompts x completions | completions | micro-batched (micro_batch_size={args.micro_batch}, "
+        f"generation_batch_size={args.generation_batch}) | whole batch per forward |"
+    )
     print("|---|---|---|---|")
     for prompts, row in results["batch"].items():
-        print(f"| {prompts} x {args.group_size} | {prompts * args.group_size} | {cell(row['micro-batched'])} | "
-              f"{cell(row['whole batch'])} |")
+        print(
+            f"| {prompts} x {args.group_size} | {prompts * args.group_size} | {cell(row['micro-batched'])} | "
+            f"{cell(row['whole batch'])} |"
+        )
     base = results["batch"].get(8, {}).get("micro-batched", {})
     at32 = results["batch"].get(32, {}).get("micro-batched", {})
     if "peak_rss_mb" in base and "peak_rss_mb" in at32:
         ratio = at32["peak_rss_mb"] / base["peak_rss_mb"]
         results["ratio_32_over_8"] = round(ratio, 3)
-        print(f"\nmicro-batched peak at 32 x {args.group_size} / at 8 x {args.group_size}: {ratio:.2f}x "
-              f"(target <= 1.3x)")
+        print(
+            f"\nmicro-batched peak at 32 x {args.group_size} / at 8 x {args.group_size}: {ratio:.2f}x (target <= 1.3x)"
+        )
     print(f"\nTraining state at {lora_prompts} x {args.group_size}, micro-batched:\n")
     print("| peft | trainable parameters | weights | optimiser state | reference beyond the policy | peak RSS |")
     print("|---|---|---|---|---|---|")
@@ -230,8 +263,10 @@ def main() -> None:
         if "peak_rss_mb" not in out:
             print(f"| {name} | {out['error']} | | | | |")
             continue
-        print(f"| {name} | {out['trainable'] / 1e6:.2f}M of {out['parameters'] / 1e6:.1f}M | {out['weights_mb']:.0f} MB "
-              f"| {out['optimizer_state_mb']:.1f} MB | {out['reference_extra_mb']:.0f} MB | {cell(out)} |")
+        print(
+            f"| {name} | {out['trainable'] / 1e6:.2f}M of {out['parameters'] / 1e6:.1f}M | {out['weights_mb']:.0f} MB "
+            f"| {out['optimizer_state_mb']:.1f} MB | {out['reference_extra_mb']:.0f} MB | {cell(out)} |"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
 

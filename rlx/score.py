@@ -89,8 +89,10 @@ def main(argv: list[str]) -> dict:
     try:
         missing = [f for f in reward.required_fields if f not in row]
         if missing:
-            raise ConfigError(f"task={args['task']} lacks field(s) {missing} that reward={args['reward']} reads "
-                              f"(it has {sorted(row)})")
+            raise ConfigError(
+                f"task={args['task']} lacks field(s) {missing} that reward={args['reward']} reads "
+                f"(it has {sorted(row)})"
+            )
         verdict = reward([completion], [row])[0]
     finally:
         close = getattr(reward, "close", None)

@@ -35,7 +35,7 @@ def options(group: str) -> list[str]:
     return sorted(p.stem for p in (CONF / group).glob("*.yaml") if not p.stem.startswith("_"))
 
 
-def compose(
+def compose_config(
     overrides: list[str], run_dir: Path | str | None = None, config_dir: Path | None = None, with_hydra: bool = False
 ):
     """rlx's config as `python -m rlx [--config-dir config_dir] <overrides>` composes it (the `hydra` node too
@@ -60,7 +60,7 @@ def compose(
 @pytest.fixture
 def cfg_factory(tmp_path):
     """`cfg_factory(*overrides)`: the composed config, its run_dir under this test's tmp_path."""
-    return lambda *overrides: compose(list(overrides), tmp_path / "run")
+    return lambda *overrides: compose_config(list(overrides), tmp_path / "run")
 
 
 @pytest.fixture(scope="session")

@@ -83,5 +83,9 @@ class ArithmeticTask(Task):
         return examples
 
     def fingerprint(self) -> dict:
-        return {"task": "arithmetic", "n_train": len(self.train), "first": self.train[0]["prompt"],
-                "teacher_carry_drop": self.teacher_carry_drop}
+        return {
+            "task": "arithmetic",
+            "n_train": len(self.train),
+            "first": self.train[0]["prompt"],
+            "teacher_carry_drop": self.teacher_carry_drop,
+        }

@@ -37,8 +37,10 @@ def _files(spec) -> list[Path]:
         if not file.is_file():
             raise DataError(f"data.data_files: {file} is not a file")
         if file.suffix not in BUILDERS:
-            raise DataError(f"data.data_files: {file} is not one of {sorted(BUILDERS)}; convert it, or save the "
-                            "dataset with save_to_disk and set data.path")
+            raise DataError(
+                f"data.data_files: {file} is not one of {sorted(BUILDERS)}; convert it, or save the "
+                "dataset with save_to_disk and set data.path"
+            )
     if len({BUILDERS[f.suffix] for f in files}) > 1:
         raise DataError(f"data.data_files mixes formats within one split: {[str(f) for f in files]}")
     return files
@@ -48,20 +50,26 @@ def load_splits(path: str | None, data_files) -> tuple[str, dict[str, tuple[str,
     """(the source's name, {split: (where its rows come from, datasets.Dataset)}) from a save_to_disk
     directory or data files."""
     if (path is None) == (data_files is None):
-        raise DataError("data=hf_dataset needs exactly one of data.path (a save_to_disk directory) and "
-                        f"data.data_files (parquet/json/csv files per split); got path={path!r}, "
-                        f"data_files={data_files!r}")
+        raise DataError(
+            "data=hf_dataset needs exactly one of data.path (a save_to_disk directory) and "
+            f"data.data_files (parquet/json/csv files per split); got path={path!r}, "
+            f"data_files={data_files!r}"
+        )
     ds = _datasets()
     if path is not None:
         directory = Path(path).expanduser()
         if not directory.is_dir():
-            raise DataError(f"data.path={directory} is not a directory. Point it at a save_to_disk directory, "
-                            "or give files with data.data_files")
+            raise DataError(
+                f"data.path={directory} is not a directory. Point it at a save_to_disk directory, "
+                "or give files with data.data_files"
+            )
         try:
             loaded = ds.load_from_disk(str(directory), keep_in_memory=True)
         except FileNotFoundError as err:
-            raise DataError(f"data.path={directory} is not a save_to_disk directory ({err}). For parquet, "
-                            "json or csv files use data.data_files") from None
+            raise DataError(
+                f"data.path={directory} is not a save_to_disk directory ({err}). For parquet, "
+                "json or csv files use data.data_files"
+            ) from None
         if isinstance(loaded, ds.Dataset):
             return str(directory), {"train": (str(directory), loaded)}
         return str(directory), {name: (str(directory), split) for name, split in loaded.items()}
@@ -69,8 +77,9 @@ def load_splits(path: str | None, data_files) -> tuple[str, dict[str, tuple[str,
     splits = {}
     for split, spec in mapping.items():
         files = _files(spec)
-        reader = {"parquet": ds.Dataset.from_parquet, "json": ds.Dataset.from_json,
-                  "csv": ds.Dataset.from_csv}[BUILDERS[files[0].suffix]]
+        reader = {"parquet": ds.Dataset.from_parquet, "json": ds.Dataset.from_json, "csv": ds.Dataset.from_csv}[
+            BUILDERS[files[0].suffix]
+        ]
         names = ", ".join(str(f) for f in files)
         try:
             splits[split] = (names, reader([str(f) for f in files], keep_in_memory=True))
@@ -80,12 +89,22 @@ def load_splits(path: str | None, data_files) -> tuple[str, dict[str, tuple[str,
 
 
 class HfDatasetTask(Task):
-    def __init__(self, path: str | None, data_files, split: str, val_split: str, columns: dict[str, str],
-                 max_new_tokens: int, warm_start_file: str | None) -> None:
+    def __init__(
+        self,
+        path: str | None,
+        data_files,
+        split: str,
+        val_split: str,
+        columns: dict[str, str],
+        max_new_tokens: int,
+        warm_start_file: str | None,
+    ) -> None:
         source, splits = load_splits(path, data_files)
         if split == val_split:
-            raise DataError(f"data.split and data.val_split are both {split!r}: the held-out rows would be "
-                            "trained on. Name two different splits")
+            raise DataError(
+                f"data.split and data.val_split are both {split!r}: the held-out rows would be "
+                "trained on. Name two different splits"
+            )
         self.rows, self.where = {}, {}
         for role, name in (("train", split), ("val", val_split)):
             if name not in splits:
@@ -104,16 +123,20 @@ class HfDatasetTask(Task):
             if column not in present:
                 raise DataError(f"data.columns maps {field} to column {column!r}, but {where} has columns {present}")
             if field in present and field != column:
-                raise DataError(f"data.columns maps {field} to column {column!r}, but {where} already has a "
-                                f"column {field!r}; map that one instead or drop it")
+                raise DataError(
+                    f"data.columns maps {field} to column {column!r}, but {where} already has a "
+                    f"column {field!r}; map that one instead or drop it"
+                )
         renamed = {column: field for field, column in columns.items()}
         rows = [{renamed.get(k, k): v for k, v in row.items()} for row in dataset]
         if not rows:
             raise DataError(f"{where} has no rows")
         for i, row in enumerate(rows):
             if "prompt" not in row:
-                raise DataError(f"{where} row {i} has no `prompt` (columns: {sorted(row)}); name the prompt "
-                                "column with data.columns, e.g. data.columns={prompt: question}")
+                raise DataError(
+                    f"{where} row {i} has no `prompt` (columns: {sorted(row)}); name the prompt "
+                    "column with data.columns, e.g. data.columns={prompt: question}"
+                )
             problem = prompt_problem(row["prompt"])
             if problem:
                 raise DataError(f"{where} row {i}: {problem}")
@@ -124,8 +147,10 @@ class HfDatasetTask(Task):
             for i, row in enumerate(rows):
                 missing = [f for f in fields if f not in row]
                 if missing:
-                    raise DataError(f"{self.where[role]} row {i} is missing field(s) {missing} that the reward "
-                                    f"needs (fields present: {sorted(row)}); map a column to it with data.columns")
+                    raise DataError(
+                        f"{self.where[role]} row {i} is missing field(s) {missing} that the reward "
+                        f"needs (fields present: {sorted(row)}); map a column to it with data.columns"
+                    )
 
     def _where(self, split: str, index: int) -> str:
         return f"{self.where[split]} row {index}"

@@ -66,8 +66,10 @@ class JsonlTask(Task):
             for line_no, row in numbered:
                 missing = [f for f in fields if f not in row]
                 if missing:
-                    raise DataError(f"{self.files[split]}:{line_no}: row is missing field(s) {missing} that the "
-                                    f"reward needs (fields present: {sorted(row)})")
+                    raise DataError(
+                        f"{self.files[split]}:{line_no}: row is missing field(s) {missing} that the "
+                        f"reward needs (fields present: {sorted(row)})"
+                    )
 
     def _where(self, split: str, index: int) -> str:
         return f"{self.files[split]}:{self.lines[split][index][0]}"
@@ -86,8 +88,10 @@ def warm_start_pairs(path: str, count: int) -> list[tuple[str, str]]:
     numbered = read_rows(path, ["prompt", "completion"])
     for line_no, row in numbered:
         if not (isinstance(row["prompt"], str) and isinstance(row["completion"], str)):
-            raise DataError(f"{path}:{line_no}: a warm-start row's prompt and completion must be text (the "
-                            "character-level warm start has no chat template)")
+            raise DataError(
+                f"{path}:{line_no}: a warm-start row's prompt and completion must be text (the "
+                "character-level warm start has no chat template)"
+            )
     rows = [row for _, row in numbered]
     return [(row["prompt"], row["completion"]) for row in (rows * (count // len(rows) + 1))[:count]]
 

@@ -38,8 +38,10 @@ def bucket_pairs(difficulty: int, rng: random.Random, count: int) -> list[tuple[
             chosen[(rng.randint(1000, 99999), rng.randint(1000, 99999))] = None
         return list(chosen)
     if count > len(pool):
-        raise ValueError(f"data.{BUCKETS[difficulty]} asks for {count} prompts but bucket {difficulty} has only "
-                         f"{len(pool)} distinct ones; lower data.train_sizes/data.val_sizes[{difficulty}]")
+        raise ValueError(
+            f"data.{BUCKETS[difficulty]} asks for {count} prompts but bucket {difficulty} has only "
+            f"{len(pool)} distinct ones; lower data.train_sizes/data.val_sizes[{difficulty}]"
+        )
     rng.shuffle(pool)
     return pool[:count]
 
@@ -52,27 +54,37 @@ class MixedArithmeticTask(Task):
 
     strict_answers = True  # the teacher writes the bare sum: reward=math scores the whole completion
 
-    def __init__(self, train_sizes: list[int], val_sizes: list[int], split_seed: int, teacher_carry_drop: float,
-                 max_new_tokens: int) -> None:
+    def __init__(
+        self,
+        train_sizes: list[int],
+        val_sizes: list[int],
+        split_seed: int,
+        teacher_carry_drop: float,
+        max_new_tokens: int,
+    ) -> None:
         for key, sizes in (("train_sizes", train_sizes), ("val_sizes", val_sizes)):
             if len(sizes) != len(BUCKETS) or any(n < 0 for n in sizes):
-                raise ValueError(f"data.{key} must list {len(BUCKETS)} non-negative sizes, one per bucket "
-                                 f"{BUCKETS} (got {list(sizes)})")
+                raise ValueError(
+                    f"data.{key} must list {len(BUCKETS)} non-negative sizes, one per bucket "
+                    f"{BUCKETS} (got {list(sizes)})"
+                )
         if sum(train_sizes) == 0 or sum(val_sizes) == 0:
-            raise ValueError(f"data.train_sizes and data.val_sizes each need a prompt (got {list(train_sizes)}, "
-                             f"{list(val_sizes)})")
+            raise ValueError(
+                f"data.train_sizes and data.val_sizes each need a prompt (got {list(train_sizes)}, {list(val_sizes)})"
+            )
         if not 0.0 <= teacher_carry_drop <= 1.0:
             raise ValueError(f"data.teacher_carry_drop must be a probability (got {teacher_carry_drop})")
         longest = len(str(2 * 99999)) + 1  # the longest answer, then eos
         if max_new_tokens < longest:
-            raise ValueError(f"data.max_new_tokens must cover the longest answer plus eos ({longest} tokens) "
-                             f"(got {max_new_tokens})")
+            raise ValueError(
+                f"data.max_new_tokens must cover the longest answer plus eos ({longest} tokens) (got {max_new_tokens})"
+            )
         rng = random.Random(split_seed)
         self.train, self.val = [], []
         for difficulty in range(len(BUCKETS)):
             pairs = bucket_pairs(difficulty, rng, train_sizes[difficulty] + val_sizes[difficulty])
             self.val += [self._row(a, b, difficulty) for a, b in pairs[: val_sizes[difficulty]]]
-            self.train += [self._row(a, b, difficulty) for a, b in pairs[val_sizes[difficulty]:]]
+            self.train += [self._row(a, b, difficulty) for a, b in pairs[val_sizes[difficulty] :]]
         rng.shuffle(self.train)
         self.teacher_carry_drop = teacher_carry_drop
         self.max_new_tokens = max_new_tokens
@@ -89,8 +101,10 @@ class MixedArithmeticTask(Task):
         taught = [row["operands"] for row in self.train if row["difficulty"] < 2]
         no_carry = [(a, b) for a in range(10, 100) for b in range(10, 100) if not has_units_carry(a, b)]
         if not taught:
-            raise ValueError("data.train_sizes has no bucket-0 or bucket-1 prompt, so the warm start has nothing "
-                             "to teach; give data.train_sizes[0] or [1] a positive size")
+            raise ValueError(
+                "data.train_sizes has no bucket-0 or bucket-1 prompt, so the warm start has nothing "
+                "to teach; give data.train_sizes[0] or [1] a positive size"
+            )
         examples = []
         for i in range(count):
             a, b = rng.choice(taught) if i % 2 == 0 else rng.choice(no_carry)
@@ -100,5 +114,9 @@ class MixedArithmeticTask(Task):
         return examples
 
     def fingerprint(self) -> dict:
-        return {"task": "mixed_arithmetic", "sizes": self.sizes, "first": self.train[0]["prompt"],
-                "teacher_carry_drop": self.teacher_carry_drop}
+        return {
+            "task": "mixed_arithmetic",
+            "sizes": self.sizes,
+            "first": self.train[0]["prompt"],
+            "teacher_carry_drop": self.teacher_carry_drop,
+        }

@@ -24,10 +24,15 @@ def prompt_problem(prompt) -> str | None:
     if not prompt:
         return "`prompt` is an empty list of messages"
     for i, message in enumerate(prompt):
-        if not (isinstance(message, dict) and isinstance(message.get("role"), str)
-                and isinstance(message.get("content"), str)):
-            return (f"`prompt` message {i} must be an object with string `role` and `content` "
-                    f'(e.g. {{"role": "user", "content": "..."}}), got {message!r:.80}')
+        if not (
+            isinstance(message, dict)
+            and isinstance(message.get("role"), str)
+            and isinstance(message.get("content"), str)
+        ):
+            return (
+                f"`prompt` message {i} must be an object with string `role` and `content` "
+                f'(e.g. {{"role": "user", "content": "..."}}), got {message!r:.80}'
+            )
     return None
 
 
@@ -36,8 +41,9 @@ def render_conversation(tokenizer, messages: list[dict]) -> str:
     (`add_generation_prompt=True`) after a user or system turn; a final assistant turn is continued instead
     (`continue_final_message=True`), so a partial answer in the data is completed, not closed."""
     continue_final = messages[-1]["role"] == "assistant"
-    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=not continue_final,
-                                         continue_final_message=continue_final)
+    return tokenizer.apply_chat_template(
+        messages, tokenize=False, add_generation_prompt=not continue_final, continue_final_message=continue_final
+    )
 
 
 class Task:
@@ -59,8 +65,10 @@ class Task:
             for i, row in enumerate(rows):
                 missing = [f for f in ("prompt", *fields) if f not in row]
                 if missing:
-                    raise ConfigError(f"{type(self).__name__} {split} row {i} lacks field(s) {missing} that the "
-                                     f"reward needs; rows have {sorted(row)}")
+                    raise ConfigError(
+                        f"{type(self).__name__} {split} row {i} lacks field(s) {missing} that the "
+                        f"reward needs; rows have {sorted(row)}"
+                    )
                 problem = prompt_problem(row["prompt"])
                 if problem:
                     raise ConfigError(f"{type(self).__name__} {split} row {i}: {problem}")
@@ -72,8 +80,12 @@ class Task:
     def render_prompts(self, tokenizer) -> None:
         """Replace each conversational prompt by its chat-template rendering (kept: `prompt_messages`); text
         prompts are left as they are. Raises ConfigError when the tokenizer has no chat template."""
-        pending = [(split, i, row) for split, rows in (("train", self.train), ("val", self.val))
-                   for i, row in enumerate(rows) if isinstance(row["prompt"], list)]
+        pending = [
+            (split, i, row)
+            for split, rows in (("train", self.train), ("val", self.val))
+            for i, row in enumerate(rows)
+            if isinstance(row["prompt"], list)
+        ]
         if not pending:
             return
         if not tokenizer.chat_template:
@@ -87,8 +99,9 @@ class Task:
             try:
                 text = render_conversation(tokenizer, row["prompt"])
             except Exception as err:  # a template's own complaint (e.g. roles that must alternate)
-                raise ConfigError(f"{self._where(split, i)}: the chat template rejected this conversation: "
-                                  f"{err}") from None
+                raise ConfigError(
+                    f"{self._where(split, i)}: the chat template rejected this conversation: {err}"
+                ) from None
             row["prompt_messages"], row["prompt"] = row["prompt"], text
 
     def _where(self, split: str, index: int) -> str:

@@ -16,16 +16,19 @@ from __future__ import annotations
 import copy
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
-from torch import nn
 
 from rlx.models.reference import AdapterReference, FrozenReference
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 log = logging.getLogger(__name__)
 
 
-def plain_copy(policy) -> nn.Module:
+def plain_copy(policy) -> PreTrainedModel:
     """A deep copy of the policy as a plain transformers model (PPO's critic starts from its body): a LoRA
     policy's adapters are merged into the copy's weights and removed."""
     from peft import PeftModel
@@ -41,8 +44,10 @@ def check_strategy(peft, trainer) -> None:
     from rlx.errors import ConfigError
 
     if isinstance(peft, Lora) and isinstance(trainer.strategy, FullyShardedDataParallel):
-        raise ConfigError("peft=lora runs under trainer=ddp or on one process, not under trainer=fsdp (the adapters "
-                          "are small: replicate them with trainer=ddp, or use peft=none with trainer=fsdp)")
+        raise ConfigError(
+            "peft=lora runs under trainer=ddp or on one process, not under trainer=fsdp (the adapters "
+            "are small: replicate them with trainer=ddp, or use peft=none with trainer=fsdp)"
+        )
 
 
 class FullFineTuning:
@@ -72,35 +77,49 @@ class Lora:
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"peft.dropout must be in [0, 1) (got {dropout})")
         if not target_modules:
-            raise ValueError("peft.target_modules is empty: name the layers to adapt, e.g. all-linear or "
-                             "[q_proj,v_proj]")
+            raise ValueError(
+                "peft.target_modules is empty: name the layers to adapt, e.g. all-linear or [q_proj,v_proj]"
+            )
         self.r, self.alpha, self.dropout, self.target_modules = r, alpha, dropout, target_modules
 
     def wrap(self, policy):
         from peft import LoraConfig, get_peft_model
 
-        config = LoraConfig(r=self.r, lora_alpha=self.alpha, lora_dropout=self.dropout,
-                            target_modules=self.target_modules, task_type="CAUSAL_LM")
+        config = LoraConfig(
+            r=self.r,
+            lora_alpha=self.alpha,
+            lora_dropout=self.dropout,
+            target_modules=self.target_modules,
+            task_type="CAUSAL_LM",
+        )
         try:
             wrapped = get_peft_model(policy, config)
         except ValueError as err:  # e.g. a target module the architecture does not have
             from rlx.models.loading import ModelError
 
-            raise ModelError(f"peft.target_modules={self.target_modules!r} does not fit "
-                             f"{type(policy).__name__}: {err}") from None
+            raise ModelError(
+                f"peft.target_modules={self.target_modules!r} does not fit {type(policy).__name__}: {err}"
+            ) from None
         trainable = sum(p.numel() for p in wrapped.parameters() if p.requires_grad)
         total = sum(p.numel() for p in wrapped.parameters())
-        log.info("LoRA r=%d on %s: %d of %d parameters train (%.2f%%)", self.r, self.target_modules, trainable,
-                 total, 100 * trainable / total)
+        log.info(
+            "LoRA r=%d on %s: %d of %d parameters train (%.2f%%)",
+            self.r,
+            self.target_modules,
+            trainable,
+            total,
+            100 * trainable / total,
+        )
         return wrapped
 
     def reference(self, policy) -> AdapterReference:
         return AdapterReference(policy)
 
     def export(self, world, policy, tokenizer, run_dir: Path) -> dict[str, str]:
-        """By rank 0 (every rank holds the same adapters under trainer=ddp): `adapter/` (peft's adapter_config.json + weights) and `policy/`: the base model reloaded from its
-        own directory on the CPU with the saved adapter merged in, so the adapter directory is proven to
-        load and the merged export costs no accelerator memory."""
+        """By rank 0 (every rank holds the same adapters under trainer=ddp): `adapter/` (peft's
+        adapter_config.json + weights) and `policy/`: the base model reloaded from its own directory on the CPU
+        with the saved adapter merged in, so the adapter directory is proven to load and the merged export costs
+        no accelerator memory."""
         from peft import PeftModel
         from transformers import AutoModelForCausalLM
 
@@ -112,8 +131,7 @@ class Lora:
         tokenizer.save_pretrained(adapter_dir)
         base_path = policy.peft_config["default"].base_model_name_or_path
         dtype = policy.get_base_model().dtype
-        base = AutoModelForCausalLM.from_pretrained(base_path, dtype=dtype, local_files_only=True,
-                                                    device_map="cpu")
+        base = AutoModelForCausalLM.from_pretrained(base_path, dtype=dtype, local_files_only=True, device_map="cpu")
         with torch.no_grad():
             merged = PeftModel.from_pretrained(base, adapter_dir).merge_and_unload()
         merged.generation_config.pad_token_id = tokenizer.pad_token_id

@@ -6,7 +6,7 @@ scalar head, trained by its own optimiser, and saved and restored with the polic
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from torch import Tensor, nn
 
@@ -29,8 +29,9 @@ class ValueModel(nn.Module):
         Returns: values [N, T].
         """
         position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)  # [N, P + T] as in sequence_logprobs
-        hidden = self.body(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                           use_cache=False).last_hidden_state  # [N, P + T, H]
+        hidden = self.body(
+            input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False
+        ).last_hidden_state  # [N, P + T, H]
         state = hidden[:, -response_width - 1 : -1]  # [N, T, H] position P + t − 1 has seen (x, y<t)
         return self.head(state.to(self.head.weight.dtype)).squeeze(-1)  # [N, T] (a float32 head on a bf16 body)
 
@@ -52,4 +53,3 @@ class Critic:
 
     def loss(self, values: Tensor, old_values: Tensor, returns: Tensor) -> Tensor:
         return clipped_value_loss(values, old_values, returns, self.value_clip)  # [N, T]
-

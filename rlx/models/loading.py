@@ -71,8 +71,10 @@ def load_local(path: str | Path, dtype: str = "float32", gradient_checkpointing:
     disable_dropout(policy)
     if gradient_checkpointing:
         if not policy.supports_gradient_checkpointing:
-            raise ModelError(f"model.gradient_checkpointing=true, but {type(policy).__name__} does not support it; "
-                             "set model.gradient_checkpointing=false")
+            raise ModelError(
+                f"model.gradient_checkpointing=true, but {type(policy).__name__} does not support it; "
+                "set model.gradient_checkpointing=false"
+            )
         policy.activation_checkpointing_enable()
     return LoadedModel(policy=policy, tokenizer=tokenizer, path=path)
 
@@ -87,7 +89,7 @@ def disable_dropout(model: nn.Module) -> None:
         if isinstance(module, nn.Dropout):
             module.p = 0.0
         if isinstance(getattr(module, "attention_dropout", None), float):
-            module.attention_dropout = 0.0
+            module.attention_dropout = 0.0  # type: ignore[assignment]  # a float attribute, not a tensor
 
 
 class LocalModel:

@@ -9,11 +9,15 @@ holder with the same interface (a LoRA policy with its adapters disabled) can st
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
+
+if TYPE_CHECKING:
+    from peft import PeftModel
 
 
 class FrozenReference:
@@ -29,7 +33,7 @@ class FrozenReference:
         with torch.no_grad():
             yield self.model
 
-    def to(self, device) -> "FrozenReference":
+    def to(self, device) -> FrozenReference:
         self.model.to(device)
         return self
 
@@ -40,7 +44,7 @@ class AdapterReference:
     exactly the starting policy because a new LoRA adapter starts at B = 0. Forwards run in eval mode without
     autograd; the policy's mode and adapters are restored afterwards. `.to()` has nothing of its own to move."""
 
-    def __init__(self, policy: nn.Module) -> None:
+    def __init__(self, policy: PeftModel) -> None:
         self.policy = policy
 
     @contextmanager
@@ -53,5 +57,5 @@ class AdapterReference:
         finally:
             self.policy.train(training)
 
-    def to(self, device) -> "AdapterReference":
+    def to(self, device) -> AdapterReference:
         return self

@@ -55,18 +55,38 @@ def train_tokenizer(vocab_size: int, corpus: list[str], chat_template: bool = Tr
     core = Tokenizer(models.BPE(unk_token=None))
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     core.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIAL_TOKENS,
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     core.train_from_iterator(corpus, trainer=trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=core, eos_token=EOS, pad_token=PAD, padding_side="left",
-                                   chat_template=CHAT_TEMPLATE if chat_template else None,
-                                   clean_up_tokenization_spaces=False)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=core,
+        eos_token=EOS,
+        pad_token=PAD,
+        padding_side="left",
+        chat_template=CHAT_TEMPLATE if chat_template else None,
+        clean_up_tokenization_spaces=False,
+    )
 
 
-def build_model_dir(path: str | Path, arch: str = "qwen2", hidden: int = 512, layers: int = 8, heads: int = 8,
-                    kv_heads: int | None = None, intermediate: int | None = None, vocab: int = 32000,
-                    max_positions: int = 2048, corpus_lines: int = 60_000, seed: int = 0,
-                    tie_embeddings: bool = True, chat_template: bool = True) -> Path:
+def build_model_dir(
+    path: str | Path,
+    arch: str = "qwen2",
+    hidden: int = 512,
+    layers: int = 8,
+    heads: int = 8,
+    kv_heads: int | None = None,
+    intermediate: int | None = None,
+    vocab: int = 32000,
+    max_positions: int = 2048,
+    corpus_lines: int = 60_000,
+    seed: int = 0,
+    tie_embeddings: bool = True,
+    chat_template: bool = True,
+) -> Path:
     """Write a random-init `arch` model and its trained tokenizer to `path`; returns `path`.
     `chat_template=False` leaves the tokenizer without one (a base model's, which cannot render messages).
 
@@ -76,11 +96,18 @@ def build_model_dir(path: str | Path, arch: str = "qwen2", hidden: int = 512, la
     path = Path(path)
     tokenizer = train_tokenizer(vocab, synthetic_corpus(corpus_lines, seed), chat_template)
     config = AutoConfig.for_model(
-        arch, vocab_size=max(vocab, len(tokenizer)), hidden_size=hidden, num_hidden_layers=layers,
-        num_attention_heads=heads, num_key_value_heads=kv_heads or heads,
-        intermediate_size=intermediate or 4 * hidden, max_position_embeddings=max_positions,
-        tie_word_embeddings=tie_embeddings, pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id, bos_token_id=None,
+        arch,
+        vocab_size=max(vocab, len(tokenizer)),
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads or heads,
+        intermediate_size=intermediate or 4 * hidden,
+        max_position_embeddings=max_positions,
+        tie_word_embeddings=tie_embeddings,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=None,
     )
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config)
@@ -89,8 +116,9 @@ def build_model_dir(path: str | Path, arch: str = "qwen2", hidden: int = 512, la
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     params = sum(p.numel() for p in model.parameters())
-    (path / "synthetic.json").write_text(json.dumps({"arch": arch, "parameters": params, "tokens": len(tokenizer),
-                                                     "seed": seed}, indent=1))
+    (path / "synthetic.json").write_text(
+        json.dumps({"arch": arch, "parameters": params, "tokens": len(tokenizer), "seed": seed}, indent=1)
+    )
     return path
 
 

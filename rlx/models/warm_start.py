@@ -37,14 +37,14 @@ def encode_examples(tokenizer, examples: list[tuple[str, str]]) -> tuple[Tensor,
     prompts = tokenizer([p for p, _ in examples], add_special_tokens=False)["input_ids"]
     completions = tokenizer([c for _, c in examples], add_special_tokens=False)["input_ids"]
     ids, labels = [], []
-    for p, c in zip(prompts, completions):
+    for p, c in zip(prompts, completions, strict=True):
         c = c + [tokenizer.eos_token_id]
         ids.append(p + c)
         labels.append([-100] * len(p) + c)
     width = max(len(x) for x in ids)
     input_ids = torch.full((len(ids), width), tokenizer.pad_token_id, dtype=torch.long)
     label_ids = torch.full((len(ids), width), -100, dtype=torch.long)
-    for row, (x, y) in enumerate(zip(ids, labels)):
+    for row, (x, y) in enumerate(zip(ids, labels, strict=True)):
         input_ids[row, : len(x)] = torch.tensor(x)
         label_ids[row, : len(y)] = torch.tensor(y)
     lengths = torch.tensor([len(x) for x in ids])
@@ -62,8 +62,9 @@ def warmup_cosine(warmup_steps: int, total_steps: int):
     return factor
 
 
-def supervised_finetune(model, tokenizer, examples, cfg: WarmStartConfig, seed: int,
-                        plateau_loss: float | None) -> list[float]:
+def supervised_finetune(
+    model, tokenizer, examples, cfg: WarmStartConfig, seed: int, plateau_loss: float | None
+) -> list[float]:
     """Next-token cross-entropy on completion tokens only; returns the loss every 50 steps (stopping early
     at `cfg.plateau_check_step` if the loss is still on the stuck plateau)."""
     input_ids, attention_mask, labels = encode_examples(tokenizer, examples)
@@ -74,10 +75,13 @@ def supervised_finetune(model, tokenizer, examples, cfg: WarmStartConfig, seed: 
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(cfg.warmup_steps, cfg.steps))
     model.train()
-    losses, recent = [], []
+    losses: list[float] = []
+    recent: list[float] = []
     for step in range(cfg.steps):
         rows = torch.randint(0, input_ids.shape[0], (cfg.batch_size,), generator=generator).to(device)
-        out = model(input_ids=input_ids[rows], attention_mask=attention_mask[rows], labels=labels[rows], use_cache=False)
+        out = model(
+            input_ids=input_ids[rows], attention_mask=attention_mask[rows], labels=labels[rows], use_cache=False
+        )
         out.loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()

@@ -37,7 +37,7 @@ def _boxed(text: str) -> list[str]:
             depth += {"{": 1, "}": -1}.get(text[index], 0)
             index += 1
         if depth == 0:
-            found.append(text[start + len("\\boxed{"):index - 1])
+            found.append(text[start + len("\\boxed{") : index - 1])
         start = index
     return found
 
@@ -79,16 +79,19 @@ def math_verify_batch(pairs: list[tuple[str, str]], timeout_s: int) -> list[bool
     for predicted, reference in pairs:
         gold = parse(f"${reference}$", parsing_timeout=timeout_s)
         target = parse(f"${predicted}$", parsing_timeout=timeout_s)
-        results.append(bool(gold and target and verify(gold, target, timeout_seconds=timeout_s))
-                       or answers_equal(predicted, reference))
+        results.append(
+            bool(gold and target and verify(gold, target, timeout_seconds=timeout_s))
+            or answers_equal(predicted, reference)
+        )
     return results
 
 
 class MathReward:
     required_fields = ("answer",)
 
-    def __init__(self, strict: bool | None, verifier: str = "exact", format_weight: float = 0.0,
-                 timeout_s: int = 5) -> None:
+    def __init__(
+        self, strict: bool | None, verifier: str = "exact", format_weight: float = 0.0, timeout_s: int = 5
+    ) -> None:
         if verifier not in ("exact", "math_verify"):
             raise ValueError(f"reward.verifier must be 'exact' or 'math_verify' (got {verifier!r})")
         self.strict, self.verifier, self.format_weight, self.timeout_s = strict, verifier, format_weight, timeout_s
@@ -132,10 +135,15 @@ class MathReward:
                 verdicts[index] = Verdict(0.0, Status.INFRA, {}, {"reason": "math_verify worker broke or overran"})
                 continue
             correct = float(outcomes[position])
-            verdicts[index] = Verdict(correct + self.format_weight * formatted,
-                                      Status.PASS if correct else Status.FAIL,
-                                      {"correct": correct, "format": formatted}, {"extracted": predicted})
-        return verdicts
+            verdicts[index] = Verdict(
+                correct + self.format_weight * formatted,
+                Status.PASS if correct else Status.FAIL,
+                {"correct": correct, "format": formatted},
+                {"extracted": predicted},
+            )
+        done = [v for v in verdicts if v is not None]
+        assert len(done) == len(verdicts), "every completion has a verdict: FORMAT, INFRA or the verifier's"
+        return done
 
     def _reference(self, answer: str) -> str:
         if self.strict or not has_marker(answer):

@@ -47,4 +47,7 @@ class NoSignalWarning(Callback):
                 "(reward/zero_std_frac = 1.0, reward/mean = %.3f), so every advantage and the policy gradient "
                 "are 0. Check the reward and the answer format: samples.jsonl shows completions with their "
                 "rewards; reward=math extracts the answer with reward.strict=false (\\boxed{}, ####, Answer: "
-                "or the last number) and compares it to the row's `answer`", self.steps, mean)
+                "or the last number) and compares it to the row's `answer`",
+                self.steps,
+                mean,
+            )

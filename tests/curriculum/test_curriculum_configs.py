@@ -7,14 +7,14 @@ import pytest
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from tests.conftest import CONF, compose, options
+from tests.conftest import CONF, compose_config, options
 
 OPTIONS = options("curriculum")
 
 
 @pytest.mark.parametrize("option", OPTIONS)
 def test_each_curriculum_builds_and_binds_to_the_mixed_task(option):
-    cfg = compose([f"curriculum={option}", "data=mixed_arithmetic"])
+    cfg = compose_config([f"curriculum={option}", "data=mixed_arithmetic"])
     task = instantiate(cfg.data)
     sampler = instantiate(cfg.curriculum)
     sampler.bind(task.train)
@@ -41,10 +41,10 @@ def test_mixed_task_rows_carry_difficulty_and_answers_fit_max_new_tokens():
 
 def test_sweep_file_composes_each_of_the_four_curricula():
     """As `python -m rlx +sweeps=curricula` does (sweeps/ reaches the search path through rlx's plugin)."""
-    cfg = compose(["+sweeps=curricula", "run_dir=/tmp/x"], with_hydra=True)
+    cfg = compose_config(["+sweeps=curricula", "run_dir=/tmp/x"], with_hydra=True)
     swept = cfg.hydra.sweeper.params.curriculum.split(",")
     assert swept == ["uniform", "sorted", "learnable_band", "dynamic_sampling"]
     for option in swept:
-        job = compose(["+sweeps=curricula", "run_dir=/tmp/x", f"curriculum={option}"])
+        job = compose_config(["+sweeps=curricula", "run_dir=/tmp/x", f"curriculum={option}"])
         assert job.data._target_ == "rlx.data.mixed_arithmetic.MixedArithmeticTask"
         assert job.curriculum._target_ == OmegaConf.load(CONF / "curriculum" / f"{option}.yaml")._target_

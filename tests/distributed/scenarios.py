@@ -214,9 +214,9 @@ def rlx_update(preset: str, world: World, fsdp: bool = False) -> dict:
     from rlx.rollout.collect import generate_and_score
     from rlx.update import NonFiniteGuard, prepare, update
     from tests.algos.helpers import ScriptedReward
-    from tests.conftest import compose
+    from tests.conftest import compose_config
 
-    cfg = compose([*COMMON, *FULL_BATCH, *PRESETS[preset]], run_dir="/tmp/unused")
+    cfg = compose_config([*COMMON, *FULL_BATCH, *PRESETS[preset]], run_dir="/tmp/unused")
     algo, advantage = build_node(cfg, "algo"), build_node(cfg, "advantage")
     tok = build_char_tokenizer()
     task = ArithmeticTask(10, 99, 10, 0, 0.5, 6, warm_start_min_match=0.0, warm_start_plateau_loss=None)

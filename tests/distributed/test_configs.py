@@ -17,7 +17,7 @@ from rlx.distributed.checks import (
     strategy_target,
 )
 from rlx.errors import ConfigError
-from tests.conftest import REPO, compose
+from tests.conftest import REPO, compose_config
 
 DDP = "rlx.distributed.strategy.DataParallel"
 
@@ -88,7 +88,7 @@ def test_a_stateful_estimator_is_refused(cfg_factory):
 def test_the_checks_run_before_the_model_loads(tmp_path):
     from rlx.train import build
 
-    cfg = compose(
+    cfg = compose_config(
         ["trainer=ddp", "trainer.devices=3", "algo.prompts_per_step=2", "model.cache_dir=/nonexistent"], tmp_path
     )
     with pytest.raises(ConfigError, match="algo.prompts_per_step=2 is the global batch, shared by 3 ranks"):
@@ -96,7 +96,7 @@ def test_the_checks_run_before_the_model_loads(tmp_path):
 
 
 def test_a_two_node_slurm_launch_composes_and_lightning_makes_each_task_a_rank(tmp_path, monkeypatch):
-    cfg = compose(SLURM, tmp_path, with_hydra=True)
+    cfg = compose_config(SLURM, tmp_path, with_hydra=True)
     launcher = cfg.hydra.launcher
     assert launcher._target_.endswith("SlurmLauncher") and (launcher.nodes, launcher.tasks_per_node) == (2, 4)
     check_launcher(launcher, cfg.trainer)
@@ -153,7 +153,7 @@ def test_torchrun_is_detected_too(cfg_factory, monkeypatch):
     ],
 )
 def test_a_slurm_launch_of_the_wrong_shape_fails_with_the_fix(tmp_path, override, message):
-    cfg = compose([*SLURM, override], tmp_path, with_hydra=True)
+    cfg = compose_config([*SLURM, override], tmp_path, with_hydra=True)
     with pytest.raises(ConfigError, match=message):
         check_launcher(cfg.hydra.launcher, cfg.trainer)
 

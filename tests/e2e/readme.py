@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from tests.conftest import FAST_MODEL, ONE_STEP, REPO, compose, output, run_cli
+from tests.conftest import FAST_MODEL, ONE_STEP, REPO, compose_config, output, run_cli
 from tests.e2e.fixtures import write_jsonl, write_score_inputs
 
 FENCE = re.compile(r"^```(\w*)\s*$")
@@ -47,7 +47,9 @@ PLACEHOLDERS = {"<s>": "0"}  # `seed=<s>` in a measured table's command
 SWEEP_JOBS = 2  # the first swept key keeps two values, the others one
 COMPOSE_ONLY = {"hydra/launcher=slurm": "CI has no SLURM cluster: the command must compose (--cfg hydra), not run"}
 SKIP = {
-    "install": "installs rlx: tests/e2e/test_install.py installs it into a fresh venv; .ci/run runs the README's install",
+    "install": (
+        "installs rlx: tests/e2e/test_install.py installs it into a fresh venv; .ci/run runs the README's install"
+    ),
     "pytest": "the test suite itself (CI runs it)",
 }
 # bench scripts: the arguments that make each a seconds-long smoke run. A README command for a script not
@@ -55,8 +57,26 @@ SKIP = {
 BENCH: dict[str, list[str]] = {
     "grpo_step.py": ["--steps", "2", "--warmup", "1"],
     "sandbox_throughput.py": [],
-    "memory.py": ["--prompts", "2", "--group-size", "2", "--new-tokens", "4", "--hidden", "64", "--layers", "2",
-                  "--vocab", "2000", "--micro-batch", "2", "--generation-batch", "4", "--skip-unbatched-above", "0"],
+    "memory.py": [
+        "--prompts",
+        "2",
+        "--group-size",
+        "2",
+        "--new-tokens",
+        "4",
+        "--hidden",
+        "64",
+        "--layers",
+        "2",
+        "--vocab",
+        "2000",
+        "--micro-batch",
+        "2",
+        "--generation-batch",
+        "4",
+        "--skip-unbatched-above",
+        "0",
+    ],
 }
 
 
@@ -186,8 +206,9 @@ def set_override(tokens: list[str], token: str) -> None:
 
 
 DEFAULT = Command(text="python -m rlx", line=0, argv=["-m", "rlx"], kind="run")
-A_SWEEP = Command(text="python -m rlx +sweeps=eps_beta_g", line=0, argv=["-m", "rlx", "+sweeps=eps_beta_g"],
-                  kind="sweep")
+A_SWEEP = Command(
+    text="python -m rlx +sweeps=eps_beta_g", line=0, argv=["-m", "rlx", "+sweeps=eps_beta_g"], kind="sweep"
+)
 WORKERS = 2  # commands run at once; each is one process with one torch thread
 
 
@@ -280,12 +301,17 @@ class Artifacts:
             if not match:
                 continue
             group, option = match.groups()
-            if (conf / group / f"{option}.yaml").is_file() or (group == "sweeps" and (sweeps / f"{option}.yaml").is_file()):
+            if (conf / group / f"{option}.yaml").is_file() or (
+                group == "sweeps" and (sweeps / f"{option}.yaml").is_file()
+            ):
                 continue
             path = directory / group / f"{option}.yaml"
             path.parent.mkdir(parents=True, exist_ok=True)
-            body = ("hydra:\n  mode: MULTIRUN\n  sweeper:\n    params:\n      seed: 0,1\n" if group == "sweeps"
-                    else "algo:\n  beta: 0.0\n")
+            body = (
+                "hydra:\n  mode: MULTIRUN\n  sweeper:\n    params:\n      seed: 0,1\n"
+                if group == "sweeps"
+                else "algo:\n  beta: 0.0\n"
+            )
             path.write_text(f"# @package _global_\n# a user's own {group} option (tests/e2e)\n{body}")
         directory.mkdir(parents=True, exist_ok=True)
         return directory
@@ -309,8 +335,7 @@ def shrink(cmd: Command, artifacts: Artifacts, work: Path, needs: list) -> tuple
     if cmd.kind == "bench":
         script = Path(cmd.argv[0]).name
         if script not in BENCH:
-            pytest.fail(f"README line {cmd.line}: no shrink rule for bench/{script}: add it to BENCH in "
-                        "tests/e2e/py")
+            pytest.fail(f"README line {cmd.line}: no shrink rule for bench/{script}: add it to BENCH in tests/e2e/py")
         return [cmd.argv[0], *BENCH[script]], {}
     # python -m rlx ...: placeholders and paths first, then the one-step shrink where the config has the key
     tokens, flags, config_dir = [], [], None
@@ -340,9 +365,13 @@ def shrink(cmd: Command, artifacts: Artifacts, work: Path, needs: list) -> tuple
         values = sweep_values(key, value) if value else None
         if values is not None:
             swept[key.lstrip("+")] = values
-    probe = [t if t.partition("=")[0].lstrip("+") not in swept else f"{t.partition('=')[0]}={swept[t.partition('=')[0].lstrip('+')][0]}"
-             for t in tokens]
-    cfg = compose(probe, config_dir=config_dir, with_hydra=True)
+    probe = [
+        t
+        if t.partition("=")[0].lstrip("+") not in swept
+        else f"{t.partition('=')[0]}={swept[t.partition('=')[0].lstrip('+')][0]}"
+        for t in tokens
+    ]
+    cfg = compose_config(probe, config_dir=config_dir, with_hydra=True)
     sweeper = str(cfg.hydra.sweeper.get("_target_", ""))
     if cmd.kind in ("sweep", "compose") and "optuna" not in sweeper:
         for key, value in (cfg.hydra.sweeper.get("params") or {}).items():
@@ -350,7 +379,7 @@ def shrink(cmd: Command, artifacts: Artifacts, work: Path, needs: list) -> tuple
     if cmd.kind == "compose":
         return ["-m", "rlx", *flags, *tokens, "--cfg", "hydra"], {"composes": True}
     for i, (key, values) in enumerate(swept.items()):  # at most SWEEP_JOBS jobs
-        set_override(tokens, f"{key}={','.join(values[:SWEEP_JOBS if i == 0 else 1])}")
+        set_override(tokens, f"{key}={','.join(values[: SWEEP_JOBS if i == 0 else 1])}")
     shrinking = list(SHRINK)
     if str(OmegaConf.select(cfg, "data._target_", default="")).endswith("KernelTask"):
         shrinking += KERNELS

@@ -13,7 +13,7 @@ import pytest
 
 from rlx.cli.configs import config_dirs
 from rlx.cli.help import describe
-from tests.conftest import compose, output, run_cli
+from tests.conftest import compose_config, output, run_cli
 from tests.e2e.readme import sweep_values
 
 NOISE = re.compile(
@@ -57,7 +57,7 @@ def test_help_examples_compose(tmp_path, test_cache):
             key, _, value = token.partition("=")
             values = sweep_values(key, value)
             overrides.append(f"{key}={values[0]}" if values else token)
-        compose(overrides, with_hydra=True)  # raises if an example does not compose
+        compose_config(overrides, with_hydra=True)  # raises if an example does not compose
 
 
 @pytest.mark.slow

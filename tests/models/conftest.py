@@ -12,8 +12,15 @@ from rlx.models.synthetic import build_model_dir
 
 @pytest.fixture(scope="session")
 def chat_model_dir(tmp_path_factory):
-    return build_model_dir(tmp_path_factory.mktemp("synthetic") / "chat", arch="qwen2", hidden=64, layers=2, heads=4,
-                           vocab=2000, corpus_lines=3000)
+    return build_model_dir(
+        tmp_path_factory.mktemp("synthetic") / "chat",
+        arch="qwen2",
+        hidden=64,
+        layers=2,
+        heads=4,
+        vocab=2000,
+        corpus_lines=3000,
+    )
 
 
 @pytest.fixture(scope="session")

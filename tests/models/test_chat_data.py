@@ -32,7 +32,8 @@ def test_prompt_shapes():
     assert "got int" in prompt_problem(7)
     assert "empty list" in prompt_problem([])
     assert "message 1 must be an object with string `role` and `content`" in prompt_problem(
-        [{"role": "user", "content": "a"}, {"role": "user"}])
+        [{"role": "user", "content": "a"}, {"role": "user"}]
+    )
 
 
 def test_malformed_conversation_fails_at_start_with_file_and_line(tmp_path):
@@ -42,14 +43,21 @@ def test_malformed_conversation_fails_at_start_with_file_and_line(tmp_path):
 
 
 def test_render_prompts_uses_the_chat_template_once_and_keeps_the_messages(tmp_path, chat_model_dir):
-    task = jsonl_task(tmp_path, [{"prompt": CHAT, "answer": "5"}, {"prompt": "plain text", "answer": "1"},
-                                 {"prompt": [*CHAT, {"role": "assistant", "content": "It is"}], "answer": "5"}])
+    task = jsonl_task(
+        tmp_path,
+        [
+            {"prompt": CHAT, "answer": "5"},
+            {"prompt": "plain text", "answer": "1"},
+            {"prompt": [*CHAT, {"role": "assistant", "content": "It is"}], "answer": "5"},
+        ],
+    )
     assert task.conversational
     tokenizer = AutoTokenizer.from_pretrained(chat_model_dir, local_files_only=True)
     task.render_prompts(tokenizer)
     first, plain, prefilled = task.train
-    assert first["prompt"] == ("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n2+3?<|im_end|>\n"
-                               "<|im_start|>assistant\n")  # ChatML with the generation prompt
+    assert first["prompt"] == (
+        "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n2+3?<|im_end|>\n<|im_start|>assistant\n"
+    )  # ChatML with the generation prompt
     assert first["prompt_messages"] == CHAT and first["answer"] == "5"
     assert plain == {"prompt": "plain text", "answer": "1"}  # text prompts are left alone
     # a final assistant turn is continued, not closed (TRL's continue_final_message)
@@ -62,14 +70,18 @@ def test_render_prompts_uses_the_chat_template_once_and_keeps_the_messages(tmp_p
 def test_a_tokenizer_without_a_chat_template_fails_clearly(tmp_path, base_model_dir):
     task = jsonl_task(tmp_path, [{"prompt": CHAT, "answer": "5"}])
     tokenizer = AutoTokenizer.from_pretrained(base_model_dir, local_files_only=True)
-    with pytest.raises(ConfigError, match=rf"2 prompts are conversations .*{tmp_path / 'train.jsonl'}:1.*"
-                                          r"has no chat template.*Use a chat/instruct model"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"2 prompts are conversations .*{tmp_path / 'train.jsonl'}:1.*"
+        r"has no chat template.*Use a chat/instruct model",
+    ):
         task.render_prompts(tokenizer)
 
 
 def test_warm_start_rows_must_be_text(tmp_path):
-    warm = write_jsonl(tmp_path / "warm.jsonl", [{"prompt": "1+1=", "completion": "2"},
-                                                 {"prompt": CHAT, "completion": "5"}])
+    warm = write_jsonl(
+        tmp_path / "warm.jsonl", [{"prompt": "1+1=", "completion": "2"}, {"prompt": CHAT, "completion": "5"}]
+    )
     task = jsonl_task(tmp_path, [{"prompt": "1+1=", "answer": "2"}])
     task.warm_start_file = str(warm)
     with pytest.raises(DataError, match=rf"{warm}:2: a warm-start row's prompt and completion must be text"):

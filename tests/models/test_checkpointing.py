@@ -55,7 +55,8 @@ def test_checkpointing_gives_the_same_gradients_from_fewer_saved_activations(mod
 
 def test_checkpointing_with_lora_trains_the_adapters(model_dir):
     policy = Lora(r=4, alpha=8, dropout=0.0, target_modules="all-linear").wrap(
-        load_local(model_dir, "float32", gradient_checkpointing=True).policy)
+        load_local(model_dir, "float32", gradient_checkpointing=True).policy
+    )
     grads, _ = grads_and_saved_bytes(policy)
     assert grads and all("lora_" in n for n in grads)
     assert any("lora_B" in n and g.abs().sum() > 0 for n, g in grads.items())  # B starts at 0; its gradient is not

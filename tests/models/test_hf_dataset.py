@@ -13,8 +13,15 @@ CHAT = {"question": [[{"role": "user", "content": "5+5?"}]], "final": ["10"]}
 
 
 def task(**kwargs) -> HfDatasetTask:
-    args = {"path": None, "data_files": None, "split": "train", "val_split": "test",
-            "columns": {"prompt": "question", "answer": "final"}, "max_new_tokens": 16, "warm_start_file": None}
+    args = {
+        "path": None,
+        "data_files": None,
+        "split": "train",
+        "val_split": "test",
+        "columns": {"prompt": "question", "answer": "final"},
+        "max_new_tokens": 16,
+        "warm_start_file": None,
+    }
     return HfDatasetTask(**{**args, **kwargs})
 
 
@@ -30,8 +37,11 @@ def test_parquet_files_per_split_with_a_column_mapping(tmp_path, splits):
     splits["test"].to_parquet(tmp_path / "test.parquet")
     files = {"train": str(tmp_path / "train.parquet"), "test": str(tmp_path / "test.parquet")}
     t = task(data_files=files)
-    assert t.train == [{"prompt": "1+1?", "answer": "2", "source": "a"}, {"prompt": "2+2?", "answer": "4", "source": "b"},
-                       {"prompt": "3+3?", "answer": "6", "source": "c"}]
+    assert t.train == [
+        {"prompt": "1+1?", "answer": "2", "source": "a"},
+        {"prompt": "2+2?", "answer": "4", "source": "b"},
+        {"prompt": "3+3?", "answer": "6", "source": "c"},
+    ]
     t.check_fields(("answer",))
     # the held-out split's conversational prompt survives parquet as a list of messages
     assert t.val == [{"prompt": [{"role": "user", "content": "5+5?"}], "answer": "10"}] and t.conversational
@@ -45,9 +55,12 @@ def test_save_to_disk_directory(tmp_path, splits):
     splits["test"] = Dataset.from_dict({"question": ["9+1?"], "final": ["10"], "source": ["d"]})
     splits.save_to_disk(tmp_path / "ds")
     t = task(path=str(tmp_path / "ds"))
-    assert [r["prompt"] for r in t.train] == ROWS["question"] and t.val == [{"prompt": "9+1?", "answer": "10",
-                                                                            "source": "d"}]
-    with pytest.raises(DataError, match=r"has no split 'validation' \(data.val_split\); its splits are \['test', 'train'\]"):
+    assert [r["prompt"] for r in t.train] == ROWS["question"] and t.val == [
+        {"prompt": "9+1?", "answer": "10", "source": "d"}
+    ]
+    with pytest.raises(
+        DataError, match=r"has no split 'validation' \(data.val_split\); its splits are \['test', 'train'\]"
+    ):
         task(path=str(tmp_path / "ds"), val_split="validation")
     with pytest.raises(DataError, match=r"data.columns maps prompt to column 'query', but .* has columns"):
         task(path=str(tmp_path / "ds"), columns={"prompt": "query"})

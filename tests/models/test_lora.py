@@ -6,20 +6,19 @@ full network."""
 from __future__ import annotations
 
 import copy
+from types import SimpleNamespace
 
 import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from types import SimpleNamespace
-
 from rlx.distributed import World
 from rlx.distributed.fsdp import FullyShardedDataParallel
 from rlx.errors import ConfigError
 from rlx.models.adapters import FullFineTuning, Lora, check_strategy, plain_copy
-from rlx.models.reference import AdapterReference
 from rlx.models.critic import Critic
 from rlx.models.loading import ModelError
+from rlx.models.reference import AdapterReference
 from rlx.models.tiny import build_tiny_llama
 from rlx.models.tokenizer import build_char_tokenizer
 from rlx.rollout.logprobs import forward_logprobs
@@ -100,15 +99,23 @@ def test_export_writes_an_adapter_and_a_merged_model_that_loads_without_peft(bas
     assert not any("lora" in name for name, _ in merged.named_parameters())
     assert merged.num_parameters() == sum(p.numel() for n, p in policy.named_parameters() if "lora_" not in n)
     with torch.no_grad():
-        torch.testing.assert_close(forward_logprobs(merged, IDS, MASK, 3, 1.0)[0],
-                                   forward_logprobs(policy, IDS, MASK, 3, 1.0)[0], atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(
+            forward_logprobs(merged, IDS, MASK, 3, 1.0)[0],
+            forward_logprobs(policy, IDS, MASK, 3, 1.0)[0],
+            atol=1e-5,
+            rtol=1e-5,
+        )
 
     from peft import AutoPeftModelForCausalLM
 
     reloaded = AutoPeftModelForCausalLM.from_pretrained(adapter)  # the adapter over its recorded base
     with torch.no_grad():
-        torch.testing.assert_close(forward_logprobs(reloaded, IDS, MASK, 3, 1.0)[0],
-                                   forward_logprobs(policy, IDS, MASK, 3, 1.0)[0], atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(
+            forward_logprobs(reloaded, IDS, MASK, 3, 1.0)[0],
+            forward_logprobs(policy, IDS, MASK, 3, 1.0)[0],
+            atol=1e-5,
+            rtol=1e-5,
+        )
 
 
 def test_ppo_critic_of_a_lora_policy_is_a_plain_network_sharing_nothing(base):

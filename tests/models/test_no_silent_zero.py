@@ -62,8 +62,9 @@ def test_no_signal_rule():
 
 
 def fake_trainer(zero_std_frac: float):
-    return SimpleNamespace(callback_metrics={"reward/zero_std_frac": torch.tensor(zero_std_frac),
-                                             "reward/mean": torch.tensor(0.0)})
+    return SimpleNamespace(
+        callback_metrics={"reward/zero_std_frac": torch.tensor(zero_std_frac), "reward/mean": torch.tensor(0.0)}
+    )
 
 
 def test_the_warning_fires_once_and_not_for_one_completion_per_prompt(caplog):

@@ -22,8 +22,11 @@ from tests.conftest import FAST_MODEL, compose_config
 # A warm start near the imitation ceiling (held-out ~0.58) at about half the default's cost: 800 SFT steps
 # from the retry initialisation scale (0.08), which never sticks on the plateau.
 LORA_WARM_START = ["model.warm_start.steps=800", "model.init_std=0.08", "model.warm_start.max_attempts=1"]
-CHAT = [{"prompt": [{"role": "user", "content": f"What is {a}+{b}?"}], "answer": str(a + b)}
-        for a in range(4) for b in range(4)]
+CHAT = [
+    {"prompt": [{"role": "user", "content": f"What is {a}+{b}?"}], "answer": str(a + b)}
+    for a in range(4)
+    for b in range(4)
+]
 
 
 def chat_jsonl(tmp_path):
@@ -40,8 +43,15 @@ def greedy_accuracy(model, tokenizer, rows, max_new_tokens) -> float:
 
 @pytest.mark.slow
 def test_lora_on_the_embedded_default_gains_checkpoints_resumes_and_exports(tmp_path, test_cache):
-    args = ["peft=lora", *LORA_WARM_START, f"model.cache_dir={test_cache}", "data.val_size=200",
-            "trainer.max_steps=30", "trainer.val_check_interval=100", "checkpoint.every_n_steps=30"]
+    args = [
+        "peft=lora",
+        *LORA_WARM_START,
+        f"model.cache_dir={test_cache}",
+        "data.val_size=200",
+        "trainer.max_steps=30",
+        "trainer.val_check_interval=100",
+        "checkpoint.every_n_steps=30",
+    ]
     summary = train(compose_config(args, tmp_path / "run"))
     before, after = summary["before"]["val/accuracy"], summary["after"]["val/accuracy"]
     assert after - before >= 0.15, (before, after)
@@ -61,17 +71,30 @@ def test_lora_on_the_embedded_default_gains_checkpoints_resumes_and_exports(tmp_
     assert lora_keys
     state = ckpt["optimizer_states"][0]["state"]
     assert len(state) == len(lora_keys) and all(s["exp_avg"].abs().sum() > 0 for s in state.values())
-    resumed = train(compose_config([*args, "trainer.max_steps=31", f"ckpt_path={summary['checkpoint']}"],
-                                   tmp_path / "resumed"))
+    resumed = train(
+        compose_config([*args, "trainer.max_steps=31", f"ckpt_path={summary['checkpoint']}"], tmp_path / "resumed")
+    )
     assert resumed["steps"] == 31 and resumed["before"] == summary["before"]
 
 
 @pytest.mark.slow
 def test_ppo_critic_beside_a_lora_policy_with_checkpointing_and_bf16_on_tiny(tmp_path, test_cache):
-    summary = train(compose_config(["algo=ppo", "peft=lora", *FAST_MODEL, f"model.cache_dir={test_cache}",
-                                    "model.gradient_checkpointing=true", "trainer.precision=bf16-mixed",
-                                    "algo.prompts_per_step=8", "data.val_size=16", "trainer.max_steps=2"],
-                                   tmp_path / "ppo"))
+    summary = train(
+        compose_config(
+            [
+                "algo=ppo",
+                "peft=lora",
+                *FAST_MODEL,
+                f"model.cache_dir={test_cache}",
+                "model.gradient_checkpointing=true",
+                "trainer.precision=bf16-mixed",
+                "algo.prompts_per_step=8",
+                "data.val_size=16",
+                "trainer.max_steps=2",
+            ],
+            tmp_path / "ppo",
+        )
+    )
     assert summary["steps"] == 2 and "loss/value" in summary["train"]
     assert (tmp_path / "ppo" / "adapter" / "adapter_config.json").is_file()
     assert AutoModelForCausalLM.from_pretrained(summary["policy_dir"]).num_parameters() > 0
@@ -80,15 +103,25 @@ def test_ppo_critic_beside_a_lora_policy_with_checkpointing_and_bf16_on_tiny(tmp
 @pytest.mark.slow
 @pytest.mark.parametrize("peft", ["none", "lora"])
 def test_chat_jsonl_trains_through_model_hf_with_checkpointing_and_bf16(tmp_path, chat_model_dir, peft):
-    args = ["model=hf", f"model.name_or_path={chat_model_dir}", *chat_jsonl(tmp_path), f"peft={peft}",
-            "model.gradient_checkpointing=true", "trainer.precision=bf16-mixed", "algo.prompts_per_step=4",
-            "algo.group_size=2", "trainer.max_steps=2", "samples_every=1"]
+    args = [
+        "model=hf",
+        f"model.name_or_path={chat_model_dir}",
+        *chat_jsonl(tmp_path),
+        f"peft={peft}",
+        "model.gradient_checkpointing=true",
+        "trainer.precision=bf16-mixed",
+        "algo.prompts_per_step=4",
+        "algo.group_size=2",
+        "trainer.max_steps=2",
+        "samples_every=1",
+    ]
     summary = train(compose_config(args, tmp_path / "run"))
     assert summary["steps"] == 2
     assert all(torch.isfinite(torch.tensor(v)) for k, v in summary["train"].items() if k.startswith("loss/"))
     sample = json.loads((tmp_path / "run" / "samples.jsonl").read_text().splitlines()[0])
     assert sample["prompt"].startswith("<|im_start|>user\nWhat is ") and sample["prompt"].endswith(
-        "<|im_start|>assistant\n")
+        "<|im_start|>assistant\n"
+    )
     exported = AutoModelForCausalLM.from_pretrained(summary["policy_dir"])
     assert type(exported).__name__ == "Qwen2ForCausalLM"
     assert AutoTokenizer.from_pretrained(summary["policy_dir"]).chat_template  # the template travels with it
@@ -105,10 +138,19 @@ def test_conversations_need_a_chat_template(tmp_path, base_model_dir, cfg_factor
 def test_gradient_checkpointing_acts_in_the_update(tmp_path, chat_model_dir, cfg_factory):
     """The update must run the policy in train mode (transformers checkpoints a layer only then): a config
     key that silently did nothing would be a defect."""
-    module, trainer = build(cfg_factory("model=hf", f"model.name_or_path={chat_model_dir}", *chat_jsonl(tmp_path),
-                                        "model.gradient_checkpointing=true", "algo.prompts_per_step=2",
-                                        "algo.group_size=2", "trainer.max_steps=1", "trainer.callbacks=[]",
-                                        "+trainer.enable_checkpointing=false"))
+    module, trainer = build(
+        cfg_factory(
+            "model=hf",
+            f"model.name_or_path={chat_model_dir}",
+            *chat_jsonl(tmp_path),
+            "model.gradient_checkpointing=true",
+            "algo.prompts_per_step=2",
+            "algo.group_size=2",
+            "trainer.max_steps=1",
+            "trainer.callbacks=[]",
+            "+trainer.enable_checkpointing=false",
+        )
+    )
     from transformers.modeling_layers import GradientCheckpointingLayer
 
     layers = [m for m in module.policy.modules() if isinstance(m, GradientCheckpointingLayer)]

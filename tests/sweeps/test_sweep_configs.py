@@ -12,7 +12,7 @@ from hydra.plugins.search_path_plugin import SearchPathPlugin
 from hydra.utils import get_class, instantiate
 from omegaconf import OmegaConf
 
-from tests.conftest import REPO, compose, run_cli
+from tests.conftest import REPO, compose_config, run_cli
 
 SWEEPS = sorted(p.stem for p in (REPO / "sweeps").glob("*.yaml"))
 
@@ -24,28 +24,28 @@ def test_search_path_plugin_is_discovered_here():
 
 @pytest.mark.parametrize("sweep", SWEEPS)
 def test_every_sweep_composes_as_a_multirun(sweep):
-    cfg = compose([f"+sweeps={sweep}"], with_hydra=True)
+    cfg = compose_config([f"+sweeps={sweep}"], with_hydra=True)
     assert cfg.hydra.mode.name == "MULTIRUN", f"sweeps/{sweep}.yaml must set hydra.mode: MULTIRUN (one-liner)"
     assert cfg.hydra.sweeper.params, f"sweeps/{sweep}.yaml sweeps nothing"
     assert str(cfg.hydra.sweep.dir).startswith(f"multirun/{sweep}/")
 
 
 def test_eps_beta_g_is_the_documented_grid():
-    params = compose(["+sweeps=eps_beta_g"], with_hydra=True).hydra.sweeper.params
+    params = compose_config(["+sweeps=eps_beta_g"], with_hydra=True).hydra.sweeper.params
     assert dict(params) == {"algo.epsilon": "0.1,0.2", "algo.beta": "0.0,0.04", "algo.group_size": "4,8"}
 
 
 def test_algos_sweeps_every_preset_and_each_composes():
-    assert compose(["+sweeps=algos"], with_hydra=True).hydra.sweeper.params.algo == "glob(*,exclude=_*)"
+    assert compose_config(["+sweeps=algos"], with_hydra=True).hydra.sweeper.params.algo == "glob(*,exclude=_*)"
     presets = sorted(p.stem for p in (REPO / "conf" / "algo").glob("*.yaml") if not p.stem.startswith("_"))
     assert "grpo" in presets
     for preset in presets:
-        cfg = compose([f"algo={preset}"], with_hydra=True)
+        cfg = compose_config([f"algo={preset}"], with_hydra=True)
         assert cfg.algo.name == preset
 
 
 def test_optuna_sweep_uses_the_optuna_sweeper_over_the_same_knobs():
-    cfg = compose(["+sweeps=optuna"], with_hydra=True)
+    cfg = compose_config(["+sweeps=optuna"], with_hydra=True)
     sweeper = cfg.hydra.sweeper
     assert get_class(sweeper._target_).__name__ == "OptunaSweeper"
     assert sweeper.direction == "maximize"
@@ -54,24 +54,24 @@ def test_optuna_sweep_uses_the_optuna_sweeper_over_the_same_knobs():
 
 
 def test_joblib_launcher_composes():
-    launcher = compose(["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"], with_hydra=True).hydra.launcher
+    launcher = compose_config(["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"], with_hydra=True).hydra.launcher
     assert get_class(launcher._target_).__name__ == "JoblibLauncher"
     assert launcher.n_jobs == 2
 
 
 def test_slurm_launcher_composes_and_validates():
-    launcher = compose(["hydra/launcher=slurm", "hydra.launcher.partition=gpu"], with_hydra=True).hydra.launcher
+    launcher = compose_config(["hydra/launcher=slurm", "hydra.launcher.partition=gpu"], with_hydra=True).hydra.launcher
     cls = get_class(launcher._target_)
     assert cls.__name__ == "SlurmLauncher"
     assert launcher.partition == "gpu" and launcher.gpus_per_node == 1 and launcher.timeout_min == 240
     assert str(launcher.submitit_folder).endswith("/.submitit/%j")
     # conf/hydra/launcher/slurm.yaml extends submitit's structured schema, which rejects unknown keys
     with pytest.raises(ConfigCompositionException):
-        compose(["hydra/launcher=slurm", "hydra.launcher.partitoin=gpu"], with_hydra=True)
+        compose_config(["hydra/launcher=slurm", "hydra.launcher.partitoin=gpu"], with_hydra=True)
 
 
 def test_sweep_report_callback_is_on_by_default_and_instantiates():
-    callbacks = compose([], with_hydra=True).hydra.callbacks
+    callbacks = compose_config([], with_hydra=True).hydra.callbacks
     cb = instantiate(callbacks.sweep_report)
     assert type(cb).__name__ == "SweepReport" and cb.wandb_report is True
 
@@ -80,7 +80,7 @@ def test_wandb_logger_config_instantiates_offline(tmp_path, monkeypatch):
     for k in [k for k in list(__import__("os").environ) if k.startswith("WANDB_")]:
         monkeypatch.delenv(k)
     monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
-    cfg = compose(["logger=wandb", f"run_dir={tmp_path}"], with_hydra=True)
+    cfg = compose_config(["logger=wandb", f"run_dir={tmp_path}"], with_hydra=True)
     loggers = instantiate(cfg.logger)
     assert [type(lg).__name__ for lg in loggers] == ["CSVLogger", "RlxWandbLogger"]
     assert loggers[1].rlx_mode == "offline"

@@ -12,7 +12,7 @@ from hydra.core.hydra_config import HydraConfig
 
 from rlx.checks import build_node
 from rlx.inert import Parts, command_line_keys, find_inert, warn_inert
-from tests.conftest import compose
+from tests.conftest import compose_config
 
 SINGLE = ["algo.update_epochs=1", "algo.minibatches=1"]  # one optimiser step per batch: the ratio is 1
 
@@ -153,7 +153,7 @@ def test_command_line_keys_leave_out_groups_deletions_and_hydra_keys():
         "hydra.job.chdir=false",
         "seed=3",
     ]
-    cfg = compose([o for o in overrides if o != "~samples_every" and "clip_low" not in o], with_hydra=True)
+    cfg = compose_config([o for o in overrides if o != "~samples_every" and "clip_low" not in o], with_hydra=True)
     cfg.hydra.overrides.task = overrides
     HydraConfig.instance().set_config(cfg)
     try:
