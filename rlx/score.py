@@ -12,6 +12,10 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rlx.rewards.base import Reward
 
 USAGE = "usage: python -m rlx.score reward=<name> task=<task.json> completion=<file> [reward.key=value ...]"
 
@@ -51,7 +55,7 @@ def compose_config(overrides: list[str]):
         return compose("config", overrides=overrides)
 
 
-def build_reward(name: str, overrides: list[str]):
+def build_reward(name: str, overrides: list[str]) -> Reward:
     """The `reward` node of rlx's config composed with reward=<name> and the overrides, then instantiated."""
     from hydra.utils import get_class
 

@@ -40,7 +40,7 @@ class Progress(Callback):
     every_n_steps: off a terminal, print a progress line every this many RL steps.
     """
 
-    def __init__(self, every_n_steps: int = 10, stream=None) -> None:
+    def __init__(self, every_n_steps: int, stream=None) -> None:  # stream: tests capture the output
         if every_n_steps < 1:
             from rlx.errors import ConfigError
 

@@ -44,8 +44,8 @@ class ArithmeticTask(Task):
         split_seed: int,
         teacher_carry_drop: float,
         max_new_tokens: int,
-        warm_start_min_match: float = Task.warm_start_min_match,
-        warm_start_plateau_loss: float | None = Task.warm_start_plateau_loss,
+        warm_start_min_match: float,
+        warm_start_plateau_loss: float | None,
     ) -> None:
         if not 0 <= low < high:
             raise ValueError(f"data.low/data.high must satisfy 0 <= low < high (got {low}, {high})")

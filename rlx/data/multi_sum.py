@@ -71,8 +71,8 @@ class MultiSumTask(Task):
         teacher_carry_drop: float,
         max_new_tokens: int,
         reward_strict: bool,
-        warm_start_min_match: float = Task.warm_start_min_match,
-        warm_start_plateau_loss: float | None = Task.warm_start_plateau_loss,
+        warm_start_min_match: float,
+        warm_start_plateau_loss: float | None,
     ) -> None:
         if reward_strict:
             raise ValueError(

@@ -71,8 +71,8 @@ class ProgramsTask(Task):
         teacher_error: float,
         teacher_unclosed: float,
         max_new_tokens: int,
-        warm_start_min_match: float = Task.warm_start_min_match,
-        warm_start_plateau_loss: float | None = Task.warm_start_plateau_loss,
+        warm_start_min_match: float,
+        warm_start_plateau_loss: float | None,
     ) -> None:
         if not 1 <= min_ops <= max_ops <= 4:
             raise ValueError(

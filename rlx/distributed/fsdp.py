@@ -35,7 +35,7 @@ from rlx.errors import ConfigError
 class FullyShardedDataParallel(ModelParallelStrategy):
     strategy_name = "rlx_fsdp"
 
-    def __init__(self, process_group_backend: str | None = None) -> None:
+    def __init__(self, process_group_backend: str | None) -> None:
         # one data-parallel dimension over every process, no tensor parallelism; checkpoints as one full file
         super().__init__(
             data_parallel_size="auto",

@@ -24,7 +24,6 @@ class ModelError(RlxError):
 class LoadedModel:
     policy: PreTrainedModel
     tokenizer: PreTrainedTokenizerBase
-    path: Path
 
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
@@ -76,7 +75,7 @@ def load_local(path: str | Path, dtype: str = "float32", gradient_checkpointing:
                 "set model.gradient_checkpointing=false"
             )
         policy.activation_checkpointing_enable()
-    return LoadedModel(policy=policy, tokenizer=tokenizer, path=path)
+    return LoadedModel(policy=policy, tokenizer=tokenizer)
 
 
 def disable_dropout(model: nn.Module) -> None:

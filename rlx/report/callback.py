@@ -77,7 +77,7 @@ class SweepReport(Callback):
         non-zero after the report when a job failed.
     """
 
-    def __init__(self, wandb_report: bool = True, fail_on_failed_jobs: bool = False) -> None:
+    def __init__(self, wandb_report: bool, fail_on_failed_jobs: bool) -> None:
         self.wandb_report = wandb_report
         self.fail_on_failed_jobs = fail_on_failed_jobs
         self._config: DictConfig | None = None

@@ -117,19 +117,20 @@ def _hydra_context() -> dict:
 
 
 class RlxWandbLogger(WandbLogger):
-    """Lightning's WandbLogger with rlx's defaults (see the module docstring). Extra kwargs go to wandb.init."""
+    """Lightning's WandbLogger with rlx's choices (see the module docstring); the values are conf/logger/wandb.yaml's.
+    No open-ended kwargs: a key the YAML or the command line adds fails at start instead of reaching wandb.init."""
 
     def __init__(
         self,
-        project: str = "rlx",
-        entity: str | None = None,
-        mode: str = "auto",
-        save_dir: str = ".",
-        group: str | None = None,
-        name: str | None = None,
-        tags: list[str] | None = None,
-        log_samples: bool = True,
-        **kwargs: Any,
+        project: str,
+        entity: str | None,
+        mode: str,
+        save_dir: str,
+        group: str | None,
+        name: str | None,
+        tags: list[str],
+        log_samples: bool,
+        log_model: bool,
     ) -> None:
         import wandb
 
@@ -148,9 +149,9 @@ class RlxWandbLogger(WandbLogger):
             mode=self.rlx_mode,
             group=group or ctx.get("group"),
             name=name or ctx.get("name"),
-            tags=list(tags or []),
+            tags=list(tags),
             config=config,
-            **kwargs,
+            log_model=log_model,
         )
         self.log_samples = log_samples
         self._samples_logged = 0

@@ -43,7 +43,7 @@ def test_explicit_strictness_wins_and_unbound_null_refuses_to_score(tmp_path):
     strict.bind(JsonlTask(str(rows), str(rows), 8, None))
     assert strict.strict is True
     lenient = MathReward(strict=False)
-    lenient.bind(ArithmeticTask(10, 20, 10, 0, 0.5, 4))
+    lenient.bind(ArithmeticTask(10, 20, 10, 0, 0.5, 4, warm_start_min_match=0.0, warm_start_plateau_loss=None))
     assert lenient.strict is False
     by_class = MathReward(strict=None)
     by_class.bind(JsonlTask)  # rlx.score binds the composed task's class, not an instance

@@ -103,7 +103,7 @@ def test_differing_keys_and_helpers(sweep):
 
 
 def test_job_status_files(tmp_path):
-    cb = SweepReport()
+    cb = SweepReport(wandb_report=False, fail_on_failed_jobs=False)
     cfg = OmegaConf.create({"hydra": {"runtime": {"output_dir": str(tmp_path)}}})
     cb.on_job_start(cfg)
     assert json.loads((tmp_path / "status.json").read_text())["status"] == "running"

@@ -23,6 +23,8 @@ def task(**kw) -> MultiSumTask:
         "teacher_carry_drop": 0.7,
         "max_new_tokens": 24,
         "reward_strict": False,
+        "warm_start_min_match": 0.25,
+        "warm_start_plateau_loss": None,
     }
     return MultiSumTask(**{**args, **kw})
 
