@@ -14,7 +14,10 @@ import subprocess
 import sys
 import time
 
-from rlx.rewards.unit_tests import STDLIB_PRELOAD, UnitTestsReward
+from omegaconf import OmegaConf
+
+from rlx.cli.configs import config_dirs
+from rlx.rewards.unit_tests import UnitTestsReward
 
 PROGRAM = "def add(a, b):\n    return a + b\n"
 ROW = {"tests": ["assert add(1, 2) == 3", "assert add(2, 2) == 4"]}
@@ -33,8 +36,9 @@ def main(samples: int, workers: int) -> None:
         baseline_ok = sum(pool.map(baseline_one, range(samples)))
     baseline = samples / (time.perf_counter() - start)
 
+    preload = list(OmegaConf.load(config_dirs()[0] / "reward" / "unit_tests.yaml").preload)  # reward=unit_tests'
     reward = UnitTestsReward(
-        workers=workers, scoring="fraction", limits=LIMITS, hide=[], base_uid=63000, preload=STDLIB_PRELOAD
+        workers=workers, scoring="fraction", limits=LIMITS, hide=[], base_uid=63000, preload=preload
     )
     try:
         reward([PROGRAM] * workers, [ROW] * workers)  # start the servers outside the timing

@@ -24,35 +24,6 @@ from rlx.rewards.sandbox.values import encode, matches
 from rlx.rewards.verdicts import run_status
 
 HARNESS = "rlx.rewards.unit_tests_harness:run"
-STDLIB_PRELOAD = [
-    "abc",
-    "array",
-    "bisect",
-    "collections",
-    "copy",
-    "dataclasses",
-    "datetime",
-    "decimal",
-    "encodings.idna",
-    "enum",
-    "fractions",
-    "functools",
-    "glob",
-    "hashlib",
-    "heapq",
-    "itertools",
-    "json",
-    "math",
-    "operator",
-    "random",
-    "re",
-    "socket",
-    "statistics",
-    "string",
-    "textwrap",
-    "typing",
-    "unicodedata",
-]
 FENCE = re.compile(r"```(?:python|py)?\n(.*?)```", re.DOTALL)
 
 

@@ -1,8 +1,16 @@
-"""Shared checks for the adversarial suites: no process left behind under the sandbox uids."""
+"""Shared by the sandbox suites: reward=unit_tests' preload list (conf/'s, not a copy) and a check that no
+process is left behind under the sandbox uids."""
 
 from __future__ import annotations
 
 import os
+
+from omegaconf import OmegaConf
+
+from tests.conftest import CONF
+
+# the stdlib modules each sandbox server of reward=unit_tests imports once
+STDLIB_PRELOAD = list(OmegaConf.load(CONF / "reward" / "unit_tests.yaml").preload)
 
 
 def processes_of(uids: list[int]) -> list[int]:

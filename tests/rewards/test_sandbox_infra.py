@@ -9,10 +9,10 @@ import threading
 import time
 
 import pytest
-from sandbox_helpers import processes_of
+from sandbox_helpers import STDLIB_PRELOAD, processes_of
 
 from rlx.rewards.base import Status
-from rlx.rewards.unit_tests import STDLIB_PRELOAD, UnitTestsReward, decide, encode
+from rlx.rewards.unit_tests import UnitTestsReward, decide, encode
 
 ROW = {"tests": ["assert add(1, 2) == 3"]}
 LIMITS = dict(wall_s=3.0, cpu_s=2, memory_mb=256, nproc=16, fsize_mb=1, disk_mb=16, record_cap_kb=256)

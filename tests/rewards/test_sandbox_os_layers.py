@@ -8,11 +8,11 @@ import os
 import textwrap
 
 import pytest
-from sandbox_helpers import processes_of
+from sandbox_helpers import STDLIB_PRELOAD, processes_of
 
 from rlx.rewards.sandbox.isolation import Limits, interpreter_paths_under
 from rlx.rewards.sandbox.pool import SandboxPool
-from rlx.rewards.unit_tests import HARNESS, STDLIB_PRELOAD, decide, encode
+from rlx.rewards.unit_tests import HARNESS, decide, encode
 
 pytestmark = pytest.mark.slow
 

@@ -10,10 +10,10 @@ import os
 import textwrap
 
 import pytest
-from sandbox_helpers import processes_of
+from sandbox_helpers import STDLIB_PRELOAD, processes_of
 
 from rlx.rewards.base import Status
-from rlx.rewards.unit_tests import STDLIB_PRELOAD, UnitTestsReward
+from rlx.rewards.unit_tests import UnitTestsReward
 
 pytestmark = pytest.mark.slow
 
