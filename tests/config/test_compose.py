@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+from typing import get_type_hints
+
 import pytest
-from hydra.utils import instantiate
+from hydra.utils import get_object, instantiate
 
 from tests.conftest import CONF
 
@@ -42,7 +45,13 @@ def test_every_option_composes_and_instantiates(cfg_factory, group, option):
         OmegaConf.to_container(node, resolve=True)
         return
     obj = instantiate(node, _convert_="all")
-    assert obj is not None
+    target = get_object(node._target_)
+    if "_partial_" in node and node._partial_:  # a factory the code calls later with its own arguments
+        assert isinstance(obj, functools.partial) and obj.func is target
+    elif isinstance(target, type):
+        assert isinstance(obj, target)
+    else:  # a builder function: what it returns is what it declares
+        assert isinstance(obj, get_type_hints(target)["return"])
 
 
 def test_misspelt_key_fails_at_start(cfg_factory):
