@@ -20,6 +20,7 @@ import re
 from rlx.rewards.base import Status, Verdict
 from rlx.rewards.sandbox.isolation import Limits
 from rlx.rewards.sandbox.pool import SandboxPool
+from rlx.rewards.sandbox.records import CallOutcome, events
 from rlx.rewards.sandbox.values import encode, matches
 from rlx.rewards.verdicts import run_status
 
@@ -71,21 +72,21 @@ def decide(result: dict, expected: list, scoring: str) -> Verdict:
     base = {"wall_s": result.get("wall_s"), "cpu_s": result.get("cpu_s"), "output_tail": result.get("output_tail")}
     if status is not None:
         return Verdict(0.0, status, components(0.0, False), {**base, "reason": why})
-    first: dict[int, dict] = {}
-    for record in result["records"]:
-        if isinstance(record.get("test"), int) and record["test"] not in first:
-            first[record["test"]] = record
-    passed = [i for i, exp in enumerate(expected) if i in first and matches(first[i].get("value"), exp)]
+    first: dict[int, CallOutcome] = {}
+    for outcome in (CallOutcome.parse(r) for r in result["records"]):
+        if outcome is not None and outcome.test not in first:
+            first[outcome.test] = outcome
+    passed = [i for i, exp in enumerate(expected) if i in first and matches(first[i].value, exp)]
     fraction = len(passed) / len(expected)
     details = {
         **base,
         "passed": passed,
         "n_tests": len(expected),
-        "errors": {i: r["error"] for i, r in first.items() if "error" in r},
+        "errors": {i: o.error for i, o in first.items() if o.error is not None},
     }
     if fraction == 1.0:
         return Verdict(1.0, Status.PASS, components(1.0, True), details)
-    if not any(r.get("event") == "done" for r in result["records"]):
+    if not any(e.kind == "done" for e in events(result["records"])):
         return Verdict(
             0.0,
             Status.CRASH,

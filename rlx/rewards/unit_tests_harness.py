@@ -2,8 +2,9 @@
 
 Only the test *calls* are sent in; expected outputs never enter the sandbox, so nothing the candidate reads
 (files, the call stack, `gc`) can reveal them, and a forged record still has to contain the right value.
-One record per test: {"test": i, "value": <exact-type encoding>} or {"test": i, "error": <exception type>}.
-The process always ends with os._exit, so atexit hooks never run.
+Records (rlx.rewards.sandbox.records): events loaded / oom / load_error / done, and one CallOutcome per test
+(its value's exact-type encoding, or the exception type it raised). The process always ends with os._exit,
+so atexit hooks never run.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rlx.rewards.sandbox.guard import install_guard
+from rlx.rewards.sandbox.records import CallOutcome, Event
 from rlx.rewards.sandbox.values import Unencodable, encode
 
 
@@ -28,21 +30,21 @@ def run(payload: dict, emit: Callable[[dict], None]) -> None:
     try:
         exec(compile(payload["code"], "<candidate>", "exec"), namespace)
     except MemoryError:
-        emit({"event": "oom"})
+        emit(Event("oom").to_json())
         return
     except BaseException as err:  # noqa: BLE001 - SystemExit included: exiting early loads nothing
-        emit({"event": "load_error", "error": _name(err)})
+        emit(Event("load_error", error=_name(err)).to_json())
         return
-    emit({"event": "loaded"})
+    emit(Event("loaded").to_json())
     for index, call in enumerate(payload["calls"]):
         try:
-            record = {"test": index, "value": encode(eval(call, namespace))}
+            outcome = CallOutcome(index, value=encode(eval(call, namespace)))
         except MemoryError:
-            emit({"event": "oom"})
+            emit(Event("oom").to_json())
             return
         except Unencodable as err:
-            record = {"test": index, "error": "Unencodable", "detail": str(err)}
+            outcome = CallOutcome(index, error="Unencodable", detail=str(err))
         except BaseException as err:  # noqa: BLE001
-            record = {"test": index, "error": _name(err)}
-        emit(record)
-    emit({"event": "done"})
+            outcome = CallOutcome(index, error=_name(err))
+        emit(outcome.to_json())
+    emit(Event("done").to_json())

@@ -12,6 +12,8 @@ import os
 import sys
 from collections.abc import Callable
 
+from rlx.rewards.sandbox.records import Event
+
 PROCESS_EVENTS = (
     "os.system",
     "os.exec",
@@ -56,7 +58,7 @@ def install_guard(emit: Callable[[dict], None], allow_processes: bool, allow_cty
         if not state["busy"]:
             state["busy"] = True
             try:
-                emit({"event": "violation", "what": event, "detail": repr(args)[:200]})
+                emit(Event("violation", what=event, detail=repr(args)[:200]).to_json())
             finally:
                 state["busy"] = False
         raise PermissionError(f"sandbox: {event} is not allowed here")
