@@ -20,6 +20,19 @@ FAST_MODEL = [
     "data.warm_start_min_match=0",
     "model.warm_start.max_attempts=1",
 ]
+# A task with a real learning signal: 16 training prompts (operands 10-14), 9 held out; a 60-step warm start
+# with a short warm-up leaves rewards between 0.3 and 0.7, so every step has groups with non-zero advantages
+# and really moves the weights and the optimiser state.
+TINY_TASK = [
+    "data.low=10",
+    "data.high=14",
+    "data.val_size=9",
+    "data.warm_start_min_match=0",
+    "model.warm_start.steps=60",
+    "model.warm_start.warmup_steps=5",
+    "model.warm_start.corpus_size=500",
+    "model.warm_start.max_attempts=1",
+]
 # One RL step of 2 prompts x 2 completions, 16 held-out prompts.
 ONE_STEP = [
     "trainer.max_steps=1",

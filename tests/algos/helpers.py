@@ -1,5 +1,5 @@
 """Pieces the algorithm tests share: the real `algo` node composed from conf/ (shrunk by overrides), a scripted
-reward, and an optimiser stand-in that records the gradient it is asked to apply."""
+reward, an optimiser stand-in that records the gradient it is asked to apply, and a bare Lightning trainer."""
 
 from __future__ import annotations
 
@@ -7,6 +7,22 @@ import torch
 
 from rlx.checks import build_node, check_algorithm
 from rlx.rewards.base import Status, Verdict
+
+
+def bare_trainer(max_steps: int):
+    """A CPU Lightning trainer that runs only the RL steps: no logger, checkpoints, validation or progress bar."""
+    import lightning.pytorch as pl
+
+    return pl.Trainer(
+        max_steps=max_steps,
+        logger=False,
+        enable_checkpointing=False,
+        limit_val_batches=0,
+        num_sanity_val_steps=0,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        accelerator="cpu",
+    )
 
 
 def compose_algo(cfg_factory, *overrides):

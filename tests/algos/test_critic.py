@@ -1,7 +1,6 @@
 """PPO's value loss and critic: hand-computed loss, causal values, and a real PPO step on a tiny model that
 trains the critic with its own optimiser and checkpoints it with the policy."""
 
-import lightning.pytorch as pl
 import pytest
 import torch
 
@@ -13,7 +12,7 @@ from rlx.models.tiny import build_tiny_llama
 from rlx.models.tokenizer import build_char_tokenizer
 from rlx.module import RLModule
 from rlx.rewards.base import Status, Verdict
-from tests.algos.helpers import compose_algo
+from tests.algos.helpers import bare_trainer, compose_algo
 
 
 class FirstCharBelowM:
@@ -81,16 +80,7 @@ def ppo_module(tiny, cfg_factory):
 def test_ppo_step_trains_the_critic_and_checkpoints_it(tiny, tmp_path, cfg_factory):
     module = ppo_module(tiny, cfg_factory)
     head_before = module.critic.head.weight.detach().clone()
-    trainer = pl.Trainer(
-        max_steps=2,
-        logger=False,
-        enable_checkpointing=False,
-        limit_val_batches=0,
-        num_sanity_val_steps=0,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        accelerator="cpu",
-    )
+    trainer = bare_trainer(max_steps=2)
     trainer.fit(module)
     assert trainer.global_step == 2  # one global step per RL step, although 2x2 policy and critic steps ran
     # every update reached the optimisers (2 RL steps × 2 epochs × 2 minibatches), the counting step none

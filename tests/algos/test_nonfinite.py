@@ -3,7 +3,6 @@ raised), and algo.max_skipped_updates in a row stop the run with a clear message
 
 from __future__ import annotations
 
-import lightning.pytorch as pl
 import pytest
 import torch
 
@@ -14,7 +13,7 @@ from rlx.models.tiny import build_tiny_llama
 from rlx.models.tokenizer import build_char_tokenizer
 from rlx.module import RLModule
 from rlx.update import NonFiniteUpdates
-from tests.algos.helpers import ScriptedReward, compose_algo
+from tests.algos.helpers import ScriptedReward, bare_trainer, compose_algo
 
 
 class PoisonedLoss:
@@ -46,16 +45,7 @@ def run(cfg_factory, poisoned: set[int], steps: int):
     algo.policy_loss = PoisonedLoss(algo.policy_loss, poisoned)
     task = ArithmeticTask(10, 20, 10, 0, 0.5, 4, warm_start_min_match=0.0, warm_start_plateau_loss=None)
     module = RLModule(policy, tok, task, ScriptedReward([1.0, 0.0] * 4), advantage, algo, UniformSampler(0))
-    trainer = pl.Trainer(
-        max_steps=steps,
-        logger=False,
-        enable_checkpointing=False,
-        limit_val_batches=0,
-        num_sanity_val_steps=0,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        accelerator="cpu",
-    )
+    trainer = bare_trainer(max_steps=steps)
     before = [p.detach().clone() for p in policy.parameters()]
     return module, trainer, before
 

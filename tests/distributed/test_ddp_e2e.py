@@ -27,21 +27,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO, TINY_TASK, run_cli
 
 pytestmark = pytest.mark.slow
 
-# A task with a real learning signal (the resume tests' tiny one: 16 training prompts of operands 10-14, 9
-# held out, a 60-step warm start whose rewards lie between 0.3 and 0.7), 8 prompts × 4 completions a step.
+# The harness's tiny task (a real learning signal), 8 prompts × 4 completions a step.
 RUN = [
-    "data.low=10",
-    "data.high=14",
-    "data.val_size=9",
-    "data.warm_start_min_match=0",
-    "model.warm_start.steps=60",
-    "model.warm_start.warmup_steps=5",
-    "model.warm_start.corpus_size=500",
-    "model.warm_start.max_attempts=1",
+    *TINY_TASK,
     "algo.prompts_per_step=8",
     "algo.group_size=4",
     "trainer.accelerator=cpu",

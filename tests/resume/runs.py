@@ -12,20 +12,11 @@ from pathlib import Path
 
 import torch
 
-from tests.conftest import REPO, start_cli
+from tests.conftest import REPO, TINY_TASK, start_cli
 
-# 16 training prompts (operands 10-14, 9 held out), 4 per step: an epoch of the prompt set is 4 RL steps. A
-# 60-step warm start with a short warm-up leaves rewards between 0.3 and 0.7, so every step has groups with
-# non-zero advantages and really moves the weights and the optimiser state.
+# The harness's tiny task, 4 prompts per step: an epoch of its 16 training prompts is 4 RL steps.
 TINY = [
-    "data.low=10",
-    "data.high=14",
-    "data.val_size=9",
-    "data.warm_start_min_match=0",
-    "model.warm_start.steps=60",
-    "model.warm_start.warmup_steps=5",
-    "model.warm_start.corpus_size=500",
-    "model.warm_start.max_attempts=1",
+    *TINY_TASK,
     "algo.prompts_per_step=4",
     "algo.group_size=4",
     "trainer.val_check_interval=3",
