@@ -24,8 +24,9 @@ from rlx.algos.aggregation import token_mean
 from rlx.algos.spec import Algorithm
 from rlx.rewards.base import Status
 from rlx.rollout.batch import RolloutBatch
-from rlx.rollout.collect import collect, score
-from rlx.rollout.generate import generate, sequence_logprobs
+from rlx.rollout.collect import RolloutConfig, collect, score
+from rlx.rollout.engine import Generator
+from rlx.rollout.generate import HFGenerate, sequence_logprobs
 
 
 def numpy_rng_state() -> dict:
@@ -54,7 +55,7 @@ class StepTicker(IterableDataset):
 class RLModule(LightningModule):
     def __init__(self, policy, tokenizer, task, reward, advantage, algo: Algorithm, sampler, *,
                  reference=None, critic=None, val_batch_size: int = 256, samples_path: str | None = None,
-                 samples_every: int = 10, samples_per_step: int = 4) -> None:
+                 samples_every: int = 10, samples_per_step: int = 4, rollout: Generator | None = None) -> None:
         super().__init__()
         self.automatic_optimization = False
         self.policy = policy
@@ -71,6 +72,8 @@ class RLModule(LightningModule):
         self.val_batch_size = val_batch_size
         self.samples_path = Path(samples_path) if samples_path else None
         self.samples_every, self.samples_per_step = samples_every, samples_per_step
+        # The `rollout` group's generator (train.build passes it); a module built by hand samples with HF generate.
+        self.rollout = rollout if rollout is not None else HFGenerate()
         self.before_metrics: dict | None = None  # held-out metrics of the starting policy, kept across resumes
 
     # ---------------------------------------------------------------- data and optimisers
@@ -99,13 +102,17 @@ class RLModule(LightningModule):
         step = self.global_step  # read now: global_step advances inside update
         self.policy.eval()  # sampling and log-probs without dropout, so ratios start at exactly 1
         self.sampler.begin_step(step)
-        batch, stats = collect(self.policy, self.tokenizer, self.reward, self.sampler, self.task.train,
-                               self.algo.prompts_per_step, self.algo.group_size, self.task.max_new_tokens,
-                               self.algo.temperature, self.tokenizer.pad_token_id)
+        batch, stats = collect(self.policy, self.tokenizer, self.reward, self.sampler, self.task.train, self.rollout,
+                               self.rollout_config())
         self.prepare(batch)
         losses = self.update(batch)
         self.log_step(batch, stats, losses)
         self.write_samples(batch, step)
+
+    def rollout_config(self) -> RolloutConfig:
+        algo = self.algo
+        return RolloutConfig(algo.prompts_per_step, algo.group_size, self.task.max_new_tokens, algo.temperature,
+                             algo.generation_batch_size)
 
     @torch.no_grad()
     def prepare(self, batch: RolloutBatch) -> None:
@@ -214,6 +221,8 @@ class RLModule(LightningModule):
             "rollout/tok_per_s": stats.tokens / max(stats.seconds, 1e-9),
             "rollout/seconds": stats.seconds,
             "rollout/rounds": float(stats.rounds),
+            "time/generate": stats.generate_seconds,  # (perf) wall time inside the rollout engine
+            "time/score": stats.score_seconds,  # (perf) time inside the reward, overlapping generation
             "optim/lr": self.lr_schedulers().get_last_lr()[0],
             **{f"reward/{k}": v[valid].float().mean() for k, v in batch.components.items() if valid.any()},
             **{f"reward/status_{s.lower()}": sum(1 for x in batch.statuses if x == s) / n
@@ -243,8 +252,11 @@ class RLModule(LightningModule):
         self._move_reference()
 
     def validation_step(self, rows: list[dict], batch_idx: int) -> None:
-        texts = generate(self.policy, self.tokenizer, [r["prompt"] for r in rows], self.task.max_new_tokens,
-                         1.0, greedy=True)[-1]
+        texts = []
+        step = self.algo.generation_batch_size or len(rows)  # the KV cache holds one chunk at a time
+        for start in range(0, len(rows), step):
+            texts += self.rollout(self.policy, self.tokenizer, [r["prompt"] for r in rows[start : start + step]],
+                                  self.task.max_new_tokens, 1.0, greedy=True).texts
         verdicts = score(self.reward, texts, rows)
         passed = torch.tensor([v.status == Status.PASS for v in verdicts], dtype=torch.float32)
         rewards = torch.tensor([float(v.reward) for v in verdicts])

@@ -31,6 +31,7 @@ class Algorithm:
     lr_schedule: Callable  # partial: (optimizer, total_steps) -> LR scheduler
     shaping: Callable  # rlx.algos.shaping.RewardShaping: batch -> (shaped rewards [N], valid [N])
     critic: Any  # rlx.models.critic.Critic (PPO's value network) or None
+    generation_batch_size: int | None = None  # (perf, until core's _base.yaml lands) sequences generated at once
 
     @property
     def uses_reference(self) -> bool:

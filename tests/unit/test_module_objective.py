@@ -19,7 +19,7 @@ from rlx.models.tiny import build_tiny_llama
 from rlx.models.tokenizer import build_char_tokenizer
 from rlx.module import RLModule
 from rlx.rewards.base import Status, Verdict
-from rlx.rollout.collect import generate_and_score
+from rlx.rollout.collect import RolloutConfig, generate_and_score
 from rlx.rollout.generate import selective_log_softmax, sequence_logprobs
 
 
@@ -57,7 +57,8 @@ def make_module(parts, rewards, beta=0.0):
 
 def batch_gradient(module, rows_to_keep=None):
     torch.manual_seed(0)
-    batch = generate_and_score(module.policy, module.tokenizer, module.reward, module.task.train, [0, 1], 4, 4, 1.0)
+    batch = generate_and_score(module.policy, module.tokenizer, module.reward, module.rollout, module.task.train, [0, 1],
+                               RolloutConfig(2, 4, 4, 1.0, None))
     module.prepare(batch)
     if rows_to_keep is not None:
         batch = batch.select(torch.tensor(rows_to_keep))
