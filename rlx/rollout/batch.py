@@ -44,7 +44,7 @@ class RolloutBatch:
         """Σ_t token reward: the sequence reward, less any KL penalty placed in the reward."""
         return self.token_rewards.sum(-1)  # [N]
 
-    def select(self, rows: Tensor) -> RolloutBatch:
+    def select(self, rows: Tensor) -> "RolloutBatch":
         """The sub-batch of `rows` (an index tensor) with every per-sample field sliced alike."""
         out = {}
         for f in fields(self):
@@ -59,7 +59,7 @@ class RolloutBatch:
                 out[f.name] = value
         return RolloutBatch(**out)
 
-    def to(self, device) -> RolloutBatch:
+    def to(self, device) -> "RolloutBatch":
         for f in fields(self):
             value = getattr(self, f.name)
             if isinstance(value, Tensor):

@@ -7,13 +7,13 @@ groups on zero-variance prompts.
 from __future__ import annotations
 
 import pytest
-from curriculum_script import rows, run_steps, zero_variance_share
 
 from rlx.curriculum.band import LearnableBandSampler
 from rlx.curriculum.base import zero_variance
 from rlx.curriculum.dynamic import DynamicSampler
 from rlx.curriculum.sorted import SortedSampler
 from rlx.curriculum.uniform import UniformSampler
+from curriculum_script import rows, run_steps, zero_variance_share
 
 
 def bound(sampler, n: int = 12):

@@ -2,12 +2,7 @@
 
 import torch
 
-from rlx.algos.advantages import (
-    group_mean_advantage,
-    group_norm_advantage,
-    group_statistics,
-    rloo_advantage,
-)
+from rlx.algos.advantages import group_mean_advantage, group_norm_advantage, group_statistics, rloo_advantage
 
 ALL_VALID = torch.ones(4, dtype=torch.bool)
 ONE_GROUP = torch.zeros(4, dtype=torch.long)
