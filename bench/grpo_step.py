@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _models import REPO, compose, model_dir  # noqa: E402
+from _models import REPO, compose, model_dir
 
 BETA, LR = 0.04, 1e-4
 SIZES = {  # prompts per step, G, max new tokens, default steps, rlx's own overrides for this size
@@ -143,7 +143,7 @@ def run_trl(size: str, steps: int, path: Path) -> dict:
 
 def worker(name: str, size: str, steps: int, path: Path) -> dict:
     out = subprocess.run([sys.executable, __file__, "--worker", name, "--sizes", size, "--steps", str(steps),
-                          "--model", str(path)], cwd=REPO, capture_output=True, text=True)
+                          "--model", str(path)], cwd=REPO, capture_output=True, text=True, check=False)
     if out.returncode:
         raise RuntimeError(f"{name} ({size}) failed:\n{out.stderr[-4000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])

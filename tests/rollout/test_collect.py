@@ -108,6 +108,6 @@ def test_scoring_of_a_chunk_overlaps_the_next_chunks_generation():
         started[k].set()
         log.append(f"score {k}")
 
-    batch, stats = run(RolloutConfig(6, 4, 2, 1.0, 8), FakeEngine(before_chunk), ParityReward(on_call))
+    _, stats = run(RolloutConfig(6, 4, 2, 1.0, 8), FakeEngine(before_chunk), ParityReward(on_call))
     assert log.index("score 0") < log.index("generate 1") and log.index("score 1") < log.index("generate 2")
     assert stats.generate_seconds > 0 and stats.score_seconds > 0 and stats.seconds >= stats.generate_seconds
