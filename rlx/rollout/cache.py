@@ -6,6 +6,10 @@ allocated once. Rows 0..n−1 are the live slots; a decode step writes column `l
 attention reads the views [:n, :, :length + 1], so nothing is concatenated and no step reads columns that
 hold nothing yet. A finished sequence leaves by `drop`: the live slots past the new end move into the holes
 (only the moved rows are copied), so the decode batch shrinks at a cost proportional to what leaves.
+
+`static=True` is the layout for a compiled decode step (torch.compile, CUDA graphs): every step has the same
+shapes, so one graph serves it. The attention reads all L columns (unwritten ones zero and masked out), the
+column written is a tensor (`position`) rather than a Python int, and the buffers have fixed addresses.
 """
 
 from __future__ import annotations
@@ -16,37 +20,49 @@ from transformers.cache_utils import Cache, CacheLayerMixin
 
 
 class SlotLayer(CacheLayerMixin):
-    """One attention layer's slots. `rows` (live slots) and `length` (columns written) are set by the cache."""
+    """One attention layer's slots. `rows` (slots in the forward), `length` (columns written) and, when static,
+    `position` are set by the cache."""
 
-    is_compileable = False
     is_sliding = False
 
     def __init__(self, cache: SlotCache) -> None:
         super().__init__()
         self.cache = cache
+        self.is_compileable = cache.static
 
     def lazy_initialization(self, key_states: Tensor, value_states: Tensor) -> None:
         slots, length = self.cache.slots, self.cache.max_length
-        shape = key_states.shape
-        self.keys = key_states.new_zeros(slots, shape[1], length, shape[3])  # [S, H_kv, L, D]
-        self.values = value_states.new_zeros(slots, shape[1], length, value_states.shape[3])  # [S, H_kv, L, D]
+        # Dynamic: read only where written, so never cleared. Static: all L columns are read (masked), so zeros.
+        alloc = key_states.new_zeros if self.cache.static else key_states.new_empty
+        self.keys = alloc(slots, key_states.shape[1], length, key_states.shape[3])  # [S, H_kv, L, D]
+        self.values = alloc(slots, value_states.shape[1], length, value_states.shape[3])  # [S, H_kv, L, D]
         self.device = key_states.device
+        if self.cache.static and not torch.compiler.is_compiling():  # fixed addresses for CUDA graphs
+            torch._dynamo.mark_static_address(self.keys)
+            torch._dynamo.mark_static_address(self.values)
         self.is_initialized = True
 
     def update(self, key_states: Tensor, value_states: Tensor, *args, **kwargs) -> tuple[Tensor, Tensor]:
         if not self.is_initialized:
             self.lazy_initialization(key_states, value_states)
-        rows, start = self.cache.rows, self.cache.length
+        rows = self.cache.rows
+        if self.cache.static:  # one column per step, at a tensor index: the same graph every step
+            self.keys[:rows].index_copy_(2, self.cache.position, key_states)  # [n, H_kv, 1, D]
+            self.values[:rows].index_copy_(2, self.cache.position, value_states)
+            return self.keys[:rows], self.values[:rows]  # [n, H_kv, L, D]
+        start = self.cache.length
         end = start + key_states.shape[2]
         self.keys[:rows, :, start:end] = key_states  # [n, H_kv, q, D]
         self.values[:rows, :, start:end] = value_states
         return self.keys[:rows, :, :end], self.values[:rows, :, :end]  # [n, H_kv, start + q, D] views
 
     def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
+        if self.cache.static:
+            return self.cache.max_length, 0
         return self.cache.length + query_length, 0
 
-    def get_seq_length(self) -> int:
-        return self.cache.length
+    def get_seq_length(self):
+        return self.cache.position if self.cache.static else self.cache.length
 
     def get_max_length(self) -> int:
         return self.cache.max_length
@@ -61,13 +77,16 @@ class SlotCache(Cache):
     """`slots` sequences of up to `max_length` tokens. The engine sets `rows` (live slots, a prefix 0..n−1)
     and advances `length` after each forward; every layer shares both."""
 
-    def __init__(self, num_layers: int, slots: int, max_length: int) -> None:
-        self.slots, self.max_length = slots, max_length
+    def __init__(self, num_layers: int, slots: int, max_length: int, static: bool = False,
+                 device: torch.device | None = None) -> None:
+        self.slots, self.max_length, self.static = slots, max_length, static
         self.rows, self.length = slots, 0
+        self.position = torch.zeros(1, dtype=torch.long, device=device)  # [1] the column a static step writes
         super().__init__(layers=[SlotLayer(self) for _ in range(num_layers)])
 
     def advance(self, tokens: int) -> None:
         self.length += tokens
+        self.position.fill_(self.length)
 
     def fill_from(self, prefill: SlotCache, repeats: int) -> None:
         """Copy a prefill cache of K prompts into slots 0..K·repeats−1, prompt k's keys and values into
@@ -79,7 +98,9 @@ class SlotCache(Cache):
             for dst, src in ((mine.keys, theirs.keys), (mine.values, theirs.values)):
                 grouped = dst[: k * repeats].view(k, repeats, *dst.shape[1:])  # [K, G, H_kv, L, D]
                 grouped[:, :, :, :width] = src[:k, None, :, :width]  # broadcast over the group
-        self.rows, self.length = k * repeats, width
+        self.rows = k * repeats
+        self.length = width
+        self.position.fill_(width)
 
     def drop(self, finished: list[int]) -> tuple[list[int], list[int]]:
         """Remove the live slots in `finished`: the live slots past the new end move into the holes.

@@ -92,21 +92,27 @@ def cache_argument(model) -> str:
 class RolloutEngine:
     """`rollout=engine`. Args:
         compile: compile the decode step with torch.compile (on CUDA in "reduce-overhead" mode, i.e. CUDA
-            graphs). Worth it on a GPU, where a small model's decode step is launch-bound; on a CPU each new
-            shape costs tens of seconds of compilation for a 10–20% faster step, so leave it off there.
+            graphs) over the static cache layout (rlx.rollout.cache). Meant for a GPU, where a small model's
+            decode step is bound by kernel launches; on a CPU each of the ≤ log2(batch) + 1 shapes costs tens of
+            seconds of compilation for a 10–20% faster step, so leave it off there.
     """
+
+    backend = "inductor"  # torch.compile's backend (tests swap in a counting one)
 
     def __init__(self, compile: bool) -> None:
         self.compile = compile
         self._compiled: dict[int, object] = {}
 
     def forward_fn(self, model):
+        """The decode step's forward: the model itself, or (compile) its compiled module, built once per model.
+        The compiled step sees the static cache layout and a batch padded to a power of two, so it traces at
+        most log2(batch) + 1 graphs."""
         if not self.compile:
             return model
         key = id(model)
         if key not in self._compiled:
-            mode = "reduce-overhead" if next(model.parameters()).is_cuda else "default"
-            self._compiled[key] = torch.compile(model, mode=mode, dynamic=True)
+            mode = "reduce-overhead" if next(model.parameters()).is_cuda else None
+            self._compiled[key] = torch.compile(model, backend=self.backend, mode=mode, dynamic=False)
         return self._compiled[key]
 
     def __call__(self, model, tokenizer, prompts: list[str], max_new_tokens: int, temperature: float,
@@ -134,14 +140,15 @@ class RolloutEngine:
         out = model(input_ids=ids, attention_mask=mask, position_ids=position, use_cache=True,
                     logits_to_keep=1, **{cache_key: prefill})
         prefill.advance(width_p)
-        cache = SlotCache(layers, n, width_p + max_new_tokens)
+        cache = SlotCache(layers, n, width_p + max_new_tokens, static=self.compile, device=device)
         cache.fill_from(prefill, repeats)
         del prefill
         logits = out.logits[:, -1].repeat_interleave(repeats, dim=0)  # [N, V]
 
         slot_row = torch.arange(n, device=device)  # [S] which output row each live slot generates
         next_pos = (mask.sum(-1) - 1).repeat_interleave(repeats) + 1  # [S] position of each slot's next token
-        slot_mask = torch.ones(n, width_p + max_new_tokens, dtype=mask.dtype, device=device)  # [S, L]
+        slot_token = torch.full((n,), pad_id, dtype=ids.dtype, device=device)  # [S] each slot's latest token
+        slot_mask = torch.zeros(n, width_p + max_new_tokens, dtype=mask.dtype, device=device)  # [S, L]
         slot_mask[:, :width_p] = mask.repeat_interleave(repeats, dim=0)
         tokens = torch.full((n, max_new_tokens), pad_id, dtype=ids.dtype, device=device)  # [N, T]
         logps = torch.zeros(n, max_new_tokens, dtype=torch.float32, device=device)  # [N, T]
@@ -149,27 +156,35 @@ class RolloutEngine:
         steps = 0
         for t in range(max_new_tokens):
             token, logp = sample_tokens(logits, temperature, greedy)  # [n], [n]
-            live = slot_row[: cache.rows]  # [n]
-            tokens[live, t] = token
-            logps[live, t] = logp
+            live = cache.rows
+            tokens[slot_row[:live], t] = token
+            logps[slot_row[:live], t] = logp
+            slot_token[:live] = token
             steps = t + 1
             if t == max_new_tokens - 1:
                 break
             finished = (token == eos_id).nonzero().squeeze(-1).tolist()
-            if len(finished) == cache.rows:
+            if len(finished) == live:
                 break
             if finished:  # they leave the decode batch: the tail's live slots move into their places
                 holes, movers = cache.drop(finished)
                 if holes:
                     dst, src = torch.tensor(holes, device=device), torch.tensor(movers, device=device)
-                    for state in (slot_row, next_pos, slot_mask, token):
+                    for state in (slot_row, next_pos, slot_mask, slot_token):
                         state[dst] = state[src]
-            rows = cache.rows
-            out = forward(input_ids=token[:rows, None], attention_mask=slot_mask[:rows, : cache.length + 1],
+                live = cache.rows
+            # Static (compiled) steps run a power-of-two batch over all L columns; the slots past `live` are
+            # finished or moved, and what the step writes into them and returns for them is never read.
+            rows = min(n, 1 << (live - 1).bit_length()) if self.compile else live
+            slot_mask[:rows, cache.length] = 1  # the column this step writes
+            width = slot_mask.shape[1] if self.compile else cache.length + 1
+            cache.rows = rows
+            out = forward(input_ids=slot_token[:rows, None], attention_mask=slot_mask[:rows, :width],
                           position_ids=next_pos[:rows, None], use_cache=True, **{cache_key: cache})
+            cache.rows = live
             cache.advance(1)
-            next_pos[:rows] += 1
-            logits = out.logits[:, -1]  # [n, V]
+            next_pos[:live] += 1
+            logits = out.logits[:live, -1]  # [n, V]
 
         response = tokens[:, :steps]  # [N, T']
         prompt_ids = ids.repeat_interleave(repeats, dim=0)  # [N, P]

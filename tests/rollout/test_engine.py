@@ -101,3 +101,35 @@ def test_empty_prompt_is_refused(llama):
     model, tok = llama
     with pytest.raises(ValueError, match="at least one token"):
         RolloutEngine(compile=False)(model, tok, ["1+1=", ""], 4, 1.0, greedy=False)
+
+
+def test_compiled_decode_step_traces_one_graph_per_batch_bucket(llama, monkeypatch):
+    """compile=true on a CPU, with a backend that counts the graphs dynamo hands it (and runs them eagerly):
+    the static cache layout keeps the shapes fixed across steps, so a graph is traced only when the decode
+    batch drops into a smaller power-of-two bucket; the tokens and log-probs are the eager engine's."""
+    model, tok = llama
+    graphs = []
+
+    def counting_backend(graph, example_inputs):
+        graphs.append(graph)
+        return graph.forward
+
+    eos, sample, script, step = tok.eos_token_id, engine_module.sample_tokens, {2: [0, 1, 2, 3, 4]}, [0]
+
+    def scripted(logits, temperature, greedy):  # 12 rows, 5 finish at step 2: buckets 12 then 7 → 8
+        token, _ = sample(logits, temperature, greedy)
+        token[token == eos] = tok.convert_tokens_to_ids("x")
+        token[script.get(step[0], [])] = eos
+        step[0] += 1
+        scores = logits.float() / temperature
+        return token, scores.gather(-1, token[:, None]).squeeze(-1) - torch.logsumexp(scores, -1)
+
+    monkeypatch.setattr(engine_module, "sample_tokens", scripted)
+    compiled = RolloutEngine(compile=True)
+    compiled.backend = counting_backend
+    out = compiled(model, tok, PROMPTS, 6, 1.0, greedy=True, repeats=3)
+    assert len(graphs) == 2  # batch 12 (steps 1–2), then bucket 8 (steps 3–5): no graph per step
+    step[0] = 0
+    eager = RolloutEngine(compile=False)(model, tok, PROMPTS, 6, 1.0, greedy=True, repeats=3)
+    assert torch.equal(out.input_ids, eager.input_ids) and torch.equal(out.response_mask, eager.response_mask)
+    assert torch.allclose(out.logprobs, eager.logprobs, atol=1e-5, rtol=0)
