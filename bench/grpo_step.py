@@ -173,6 +173,13 @@ def bench_size(size: str, steps: int, warmup: int, rounds: int) -> None:
           f"peak RSS {statistics.median(r[1] for r in ratios):.2f}x", flush=True)
 
 
+def quiet_lightning() -> None:
+    import logging
+
+    for name in ("lightning.pytorch", "lightning.fabric"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="+", choices=list(SIZES), default=list(SIZES))
@@ -182,6 +189,7 @@ def main() -> None:
     parser.add_argument("--worker", choices=["rlx", "trl"], help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    quiet_lightning()
     if args.worker:
         size = args.sizes[0]
         run = run_rlx if args.worker == "rlx" else run_trl
