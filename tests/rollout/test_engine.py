@@ -11,7 +11,8 @@ import torch
 
 import rlx.rollout.engine as engine_module
 from rlx.rollout.engine import RolloutEngine
-from rlx.rollout.generate import HFGenerate, sequence_logprobs
+from rlx.rollout.generate import HFGenerate
+from rlx.rollout.logprobs import sequence_logprobs
 
 from .conftest import PROMPTS
 
@@ -34,7 +35,7 @@ def test_decode_logprobs_equal_the_trainers_forward(model_and_tokenizer, tempera
     torch.manual_seed(0)
     gen = RolloutEngine(compile=False)(model, tok, PROMPTS, 12, temperature, greedy=False, repeats=4)
     assert gen.input_ids.shape[0] == 16 and gen.logprobs.shape == gen.response_mask.shape
-    trainer = sequence_logprobs(model, gen.input_ids, gen.attention_mask, gen.response_width, temperature)
+    trainer = sequence_logprobs(model, gen.input_ids, gen.attention_mask, gen.response_width, temperature, None)
     mask = gen.response_mask.bool()
     assert (gen.logprobs[~mask] == 0).all()
     assert torch.allclose(gen.logprobs[mask], trainer[mask].detach(), atol=1e-5, rtol=0)
@@ -92,7 +93,7 @@ def test_one_prefill_per_prompt_and_finished_rows_leave(llama, monkeypatch):
     assert int(gen.truncated.sum()) == 8
     # The survivors' keys and values were moved into the freed slots, not corrupted: their decode log-probs
     # still equal the trainer's forward over the finished batch.
-    trainer = sequence_logprobs(model, gen.input_ids, gen.attention_mask, gen.response_width, 1.0)
+    trainer = sequence_logprobs(model, gen.input_ids, gen.attention_mask, gen.response_width, 1.0, None)
     mask = gen.response_mask.bool()
     assert torch.allclose(gen.logprobs[mask], trainer[mask].detach(), atol=1e-5, rtol=0)
 
