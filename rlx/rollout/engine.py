@@ -85,8 +85,10 @@ def decode_texts(tokenizer, response: Tensor, response_mask: Tensor) -> list[str
 
 
 def cache_argument(model) -> str:
-    """transformers 5.24 renamed forward's `past_key_values` to `cache` (the old name warns until 5.40)."""
-    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+    """transformers 5.24 renamed forward's `past_key_values` to `cache` (the old name warns until 5.40); a
+    peft wrapper passes either through to the model it wraps."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
 
 
 class RolloutEngine:

@@ -6,9 +6,10 @@ rows' gradients into the one prompt, exactly what the G copies' gradients sum to
 
 Cost: K·P + N·T tokens through the model instead of N·(P + T). On the embedded default (16 prompts × 8
 completions, prompts of 6–7 tokens, completions of ≤ 4) that is 2× fewer; with short prompts and long
-completions it saves little, and nothing when every row has its own prompt (then it is one plain forward).
+completions it saves little.
 
-Positions are cumsum(attention_mask) − 1 over the whole row, as in rlx.rollout.logprobs.
+Positions are cumsum(attention_mask) − 1 over the whole row, as in rlx.rollout.logprobs. Without shared
+prompts, under gradient checkpointing and for float64 models it is one plain forward (`shares_prompts`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,18 @@ from torch import Tensor
 from transformers.cache_utils import DynamicCache
 
 from rlx.rollout.engine import cache_argument
+
+
+def shares_prompts(model, prompt_width: int, distinct: int, rows: int) -> bool:
+    """Whether the shared-prefix forward runs: some rows share a prompt, and neither
+    - gradient checkpointing is on (it drops the cache in a training forward), nor
+    - the model is float64: transformers' norms compute in float32 whatever the parameters' dtype, so summing
+      the G completions' gradients before a norm (the shared prompt) rounds differently at float32 from summing
+      them after it; float64 runs are exactness checks, which then stay identical across micro-batch splits.
+    """
+    checkpointing = getattr(model, "is_gradient_checkpointing", False) and torch.is_grad_enabled()
+    float64 = next(model.parameters()).dtype == torch.float64
+    return prompt_width > 0 and distinct < rows and not checkpointing and not float64
 
 
 def shared_prefix_logits(model, input_ids: Tensor, attention_mask: Tensor, response_width: int) -> Tensor:
@@ -30,7 +43,8 @@ def shared_prefix_logits(model, input_ids: Tensor, attention_mask: Tensor, respo
     position = (attention_mask.cumsum(-1) - 1).clamp(min=0)  # [n, P + T]
     prompts = torch.cat([input_ids[:, :width_p], attention_mask[:, :width_p]], dim=1)  # [n, 2P] ids and mask
     distinct, row_prompt = torch.unique(prompts, dim=0, return_inverse=True)  # [K, 2P], [n]
-    if width_p == 0 or distinct.shape[0] == n:  # nothing shared: one plain forward
+    if not shares_prompts(model, width_p, distinct.shape[0], n):
+
         out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position,
                     logits_to_keep=t + 1, use_cache=False)
         return out.logits[:, :-1]  # [n, T, V]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 import torch
 
 from rlx.rollout.engine import RolloutEngine
@@ -56,8 +57,26 @@ def test_rows_without_shared_prompts_take_one_plain_forward(llama):
     handle = model.register_forward_pre_hook(lambda module, args, kwargs: calls.append(kwargs["input_ids"].shape),
                                              with_kwargs=True)
     try:
-        logits = shared_prefix_logits(model, gen.input_ids, gen.attention_mask, gen.response_width)
+        with torch.no_grad():
+            logits = shared_prefix_logits(model, gen.input_ids, gen.attention_mask, gen.response_width)
     finally:
         handle.remove()
-    assert calls == [gen.input_ids.shape]
-    assert torch.equal(logits, plain_logits(model, gen.input_ids, gen.attention_mask, gen.response_width))
+    assert calls == [tuple(gen.input_ids.shape)]
+    with torch.no_grad():
+        assert torch.equal(logits, plain_logits(model, gen.input_ids, gen.attention_mask, gen.response_width))
+
+
+@pytest.mark.parametrize("case", ["gradient_checkpointing", "float64"])
+def test_checkpointing_and_float64_take_one_plain_forward(llama, case):
+    model, tok = llama
+    gen = RolloutEngine(compile=False)(model, tok, PROMPTS, 3, 1.0, greedy=True, repeats=2)
+    model = copy.deepcopy(model).train()
+    if case == "float64":
+        model.double()
+    else:
+        model.gradient_checkpointing_enable()
+    calls = []
+    model.register_forward_pre_hook(lambda module, args, kwargs: calls.append(kwargs["input_ids"].shape),
+                                    with_kwargs=True)
+    logits = shared_prefix_logits(model, gen.input_ids, gen.attention_mask, gen.response_width)
+    assert calls == [tuple(gen.input_ids.shape)] and logits.requires_grad
