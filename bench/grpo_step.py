@@ -10,7 +10,10 @@ batch, max new tokens, lr 1e-4 (AdamW β2 0.99, no weight decay, linear decay), 
 with top-k/top-p off, per-sequence token-mean aggregation (TRL `loss_type="grpo"`), group-normalised
 advantages, k3 KL to the frozen reference with β 0.04 in the loss, and one update per batch (TRL
 `num_iterations=1`, one generation per optimiser step; rlx `algo.update_epochs=1 algo.minibatches=1`), so
-neither computes old log-probs. TRL runs with gradient checkpointing off (its default is on, which only
+neither computes old log-probs, and the same micro-batching: every forward and backward runs on the whole
+batch (tiny) or 16 sequences (large), the update accumulating their gradients (rlx `algo.micro_batch_size`; TRL
+`per_device_train_batch_size` with `gradient_accumulation_steps` = batch / micro-batch, whose
+`steps_per_generation` then generates the whole batch at once). TRL runs with gradient checkpointing off (its default is on, which only
 trades time for memory at these sizes), no vLLM, no completion logging. Each trainer runs in its own
 process (peak RSS is its own); with --rounds > 1 they alternate and the median of each round's ratio is
 reported, which keeps a shared machine's drifting load out of the ratio. rlx's step is split into
@@ -36,9 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _models import REPO, compose, model_dir
 
 BETA, LR = 0.04, 1e-4
-SIZES = {  # prompts per step, G, max new tokens, default steps, rlx's own overrides for this size
-    "tiny": {"prompts": 16, "group": 8, "new_tokens": 4, "steps": 30, "warmup": 5, "rlx": []},
-    "large": {"prompts": 8, "group": 8, "new_tokens": 64, "steps": 6, "warmup": 1, "rlx": []},
+SIZES = {  # prompts per step, G, max new tokens, sequences per forward/backward, default steps
+    "tiny": {"prompts": 16, "group": 8, "new_tokens": 4, "micro": 128, "steps": 30, "warmup": 5},
+    "large": {"prompts": 8, "group": 8, "new_tokens": 64, "micro": 16, "steps": 6, "warmup": 1},
 }
 
 
@@ -58,8 +61,8 @@ def run_rlx(size: str, steps: int, path: Path) -> dict:
                    "trainer.val_check_interval=100000", "+trainer.enable_checkpointing=false", "~trainer.callbacks",
                    "+trainer.enable_progress_bar=false", f"algo.prompts_per_step={spec['prompts']}",
                    f"algo.group_size={spec['group']}", f"algo.beta={BETA}", f"algo.optimizer.lr={LR}",
-                   "algo.update_epochs=1", "algo.minibatches=1", f"data.max_new_tokens={spec['new_tokens']}",
-                   "samples_every=100000", *spec["rlx"]])
+                   "algo.update_epochs=1", "algo.minibatches=1", f"algo.micro_batch_size={spec['micro']}",
+                   f"data.max_new_tokens={spec['new_tokens']}", "samples_every=100000"])
     module, trainer = build(cfg)
     split: dict[str, list[float]] = {"generate": [], "score": [], "reference": [], "update": []}
     times: list[float] = []
@@ -81,19 +84,21 @@ def run_rlx(size: str, steps: int, path: Path) -> dict:
         return batch, stats
 
     rlx.module.collect = collect_split
-    module.prepare = timed(module.prepare, "reference")
+    rlx.module.prepare = timed(rlx.module.prepare, "reference")  # reference log-probs, advantages
     module.update = timed(module.update, "update")
 
     class Timer(pl.Callback):
         def on_train_batch_start(self, *args):
-            self.start = time.perf_counter()
+            self.start = time.perf_counter(), time.process_time()
 
         def on_train_batch_end(self, *args):
-            times.append(time.perf_counter() - self.start)
+            times.append(time.perf_counter() - self.start[0])
+            cpu.append(time.process_time() - self.start[1])
 
+    cpu: list[float] = []
     trainer.callbacks.append(Timer())
     trainer.fit(module)
-    return {"step_s": times, "peak_rss_mb": peak_rss_mb(), "split": split}
+    return {"step_s": times, "cpu_s": cpu, "peak_rss_mb": peak_rss_mb(), "split": split}
 
 
 def run_trl(size: str, steps: int, path: Path) -> dict:
@@ -118,18 +123,22 @@ def run_trl(size: str, steps: int, path: Path) -> dict:
     data = Dataset.from_list([{"prompt": r["prompt"], "answer": r["answer"]} for r in task.train])
     times: list[float] = []
 
+    cpu: list[float] = []
+
     class Timer(TrainerCallback):
         def on_step_begin(self, *args, **kwargs):
-            self.start = time.perf_counter()
+            self.start = time.perf_counter(), time.process_time()
 
         def on_step_end(self, *args, **kwargs):
-            times.append(time.perf_counter() - self.start)
+            times.append(time.perf_counter() - self.start[0])
+            cpu.append(time.process_time() - self.start[1])
 
     config = GRPOConfig(
         output_dir="/tmp/rlx-bench/trl", use_cpu=True, max_steps=steps, learning_rate=LR, beta=BETA,
         adam_beta2=0.99, weight_decay=0.0, lr_scheduler_type="linear", warmup_steps=0, max_grad_norm=1.0,
-        num_generations=spec["group"], per_device_train_batch_size=spec["prompts"] * spec["group"],
-        gradient_accumulation_steps=1, max_completion_length=spec["new_tokens"], temperature=1.0, top_k=0,
+        num_generations=spec["group"], per_device_train_batch_size=spec["micro"],
+        gradient_accumulation_steps=spec["prompts"] * spec["group"] // spec["micro"],
+        max_completion_length=spec["new_tokens"], temperature=1.0, top_k=0,
         top_p=1.0, repetition_penalty=1.0, loss_type="grpo", scale_rewards="group", num_iterations=1,
         epsilon=0.2, importance_sampling_level="token", mask_truncated_completions=False,
         top_entropy_quantile=1.0, use_vllm=False, gradient_checkpointing=False, log_completions=False,
@@ -138,7 +147,7 @@ def run_trl(size: str, steps: int, path: Path) -> dict:
     trainer = GRPOTrainer(model=model, reward_funcs=reward, args=config, train_dataset=data,
                           processing_class=tokenizer, callbacks=[Timer()])
     trainer.train()
-    return {"step_s": times, "peak_rss_mb": peak_rss_mb()}
+    return {"step_s": times, "cpu_s": cpu, "peak_rss_mb": peak_rss_mb()}
 
 
 def worker(name: str, size: str, steps: int, path: Path) -> dict:
@@ -157,20 +166,22 @@ def bench_size(size: str, steps: int, warmup: int, rounds: int) -> None:
     for _ in range(rounds):
         result = {name: worker(name, size, steps, path) for name in ("rlx", "trl")}
         for name, r in result.items():
-            rows[name].append((statistics.median(r["step_s"][warmup:]), r["peak_rss_mb"]))
-        ratios.append((rows["rlx"][-1][0] / rows["trl"][-1][0], rows["rlx"][-1][1] / rows["trl"][-1][1]))
+            rows[name].append((statistics.median(r["step_s"][warmup:]), r["peak_rss_mb"],
+                               statistics.median(r["cpu_s"][warmup:])))
+        ratios.append(tuple(a / b for a, b in zip(rows["rlx"][-1], rows["trl"][-1])))
         for part, values in result["rlx"]["split"].items():
             split.setdefault(part, []).extend(values[warmup:])
     print(f"\nGRPO step, {size} model, {spec['prompts']}x{spec['group']} completions, <= {spec['new_tokens']} new "
           f"tokens, beta {BETA}, median of steps {warmup + 1}..{steps}, {rounds} round(s)")
-    print("| trainer | s / step | peak RSS MB |\n|---|---|---|")
+    print("| trainer | s / step | CPU s / step | peak RSS MB |\n|---|---|---|---|")
     for name, values in rows.items():
         print(f"| {name} | {statistics.median(v[0] for v in values):.3f} | "
-              f"{statistics.median(v[1] for v in values):.0f} |")
+              f"{statistics.median(v[2] for v in values):.3f} | {statistics.median(v[1] for v in values):.0f} |")
     parts = {part: statistics.median(values) for part, values in split.items()}
     print("rlx step split (median s): " + ", ".join(f"{part} {value:.3f}" for part, value in parts.items()))
     print(f"rlx / trl ({size}): step time {statistics.median(r[0] for r in ratios):.2f}x, "
-          f"peak RSS {statistics.median(r[1] for r in ratios):.2f}x", flush=True)
+          f"peak RSS {statistics.median(r[1] for r in ratios):.2f}x "
+          f"(CPU time per step {statistics.median(r[2] for r in ratios):.2f}x)", flush=True)
 
 
 def quiet_lightning() -> None:

@@ -14,21 +14,35 @@ column written is a tensor (`position`) rather than a Python int, and the buffer
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import Tensor
 from transformers.cache_utils import Cache, CacheLayerMixin
 
 
+@dataclass
+class SlotState:
+    """What every layer of one cache shares. Held by the cache and its layers alike, so that no reference
+    cycle (layer ↔ cache) keeps a finished cache's buffers alive until the garbage collector runs."""
+
+    slots: int  # S
+    max_length: int  # L
+    static: bool
+    rows: int  # slots in the next forward (a prefix 0..n−1)
+    length: int  # columns written
+    position: Tensor  # [1] `length` as a tensor, the column a static step writes
+
+
 class SlotLayer(CacheLayerMixin):
-    """One attention layer's slots. `rows` (slots in the forward), `length` (columns written) and, when static,
-    `position` are set by the cache."""
+    """One attention layer's slots."""
 
     is_sliding = False
 
-    def __init__(self, cache: SlotCache) -> None:
+    def __init__(self, state: SlotState) -> None:
         super().__init__()
-        self.cache = cache
-        self.is_compileable = cache.static
+        self.cache = state
+        self.is_compileable = state.static
 
     def lazy_initialization(self, key_states: Tensor, value_states: Tensor) -> None:
         slots, length = self.cache.slots, self.cache.max_length
@@ -79,10 +93,15 @@ class SlotCache(Cache):
 
     def __init__(self, num_layers: int, slots: int, max_length: int, static: bool = False,
                  device: torch.device | None = None) -> None:
-        self.slots, self.max_length, self.static = slots, max_length, static
-        self.rows, self.length = slots, 0
-        self.position = torch.zeros(1, dtype=torch.long, device=device)  # [1] the column a static step writes
-        super().__init__(layers=[SlotLayer(self) for _ in range(num_layers)])
+        self.state = SlotState(slots, max_length, static, slots, 0, torch.zeros(1, dtype=torch.long, device=device))
+        super().__init__(layers=[SlotLayer(self.state) for _ in range(num_layers)])
+
+    slots = property(lambda self: self.state.slots)
+    max_length = property(lambda self: self.state.max_length)
+    static = property(lambda self: self.state.static)
+    position = property(lambda self: self.state.position)
+    length = property(lambda self: self.state.length, lambda self, v: setattr(self.state, "length", v))
+    rows = property(lambda self: self.state.rows, lambda self, v: setattr(self.state, "rows", v))
 
     def advance(self, tokens: int) -> None:
         self.length += tokens
