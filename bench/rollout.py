@@ -55,7 +55,7 @@ def main() -> None:
     params = parameters(path)
     rate = matmul_gflops()
     bound = rate * 1e9 / (2 * params)
-    engines = {"rlx engine": RolloutEngine(compile=False), "HF generate": HFGenerate()}
+    engines = {"rlx engine": RolloutEngine(compile=False, overlap_scoring=True), "HF generate": HFGenerate(overlap_scoring=True)}
     print(f"Rollout throughput, {args.size} model ({params / 1e6:.1f}M matmul parameters), {args.new_tokens} new "
           f"tokens, G = {args.group}, {torch.get_num_threads()} threads; matmul {rate:.0f} GFLOP/s -> FLOP bound "
           f"{bound:,.0f} tok/s; median of {args.repeats}")

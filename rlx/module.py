@@ -75,7 +75,7 @@ class RLModule(LightningModule):
         self.samples_path = Path(samples_path) if samples_path else None
         self.samples_every, self.samples_per_step = samples_every, samples_per_step
         # The `rollout` group's generator (train.build passes it); a module built by hand samples with HF generate.
-        self.rollout = rollout if rollout is not None else HFGenerate()
+        self.rollout = rollout if rollout is not None else HFGenerate(overlap_scoring=True)
         self.before_metrics: dict | None = None  # held-out metrics of the starting policy, kept across resumes
 
     # ---------------------------------------------------------------- data and optimisers

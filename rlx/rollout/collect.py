@@ -118,9 +118,12 @@ def generate_and_score(policy, tokenizer, reward, engine: Generator, rows: list[
     chunk is scored on a worker thread; groups come back in the order of `indices` (group i = rows i·G ..)."""
     timer = timer if timer is not None else Timer()
     g = config.group_size
+    chunks = config.chunks(list(indices))
     pending: list[tuple[Generation, list[int], Future]] = []
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rlx-score") as pool:
-        for chunk in config.chunks(list(indices)):
+    # A single chunk has nothing to overlap with: it is scored on this thread.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rlx-score") if engine.overlap_scoring and len(
+            chunks) > 1 else Inline() as pool:
+        for chunk in chunks:
             start = time.perf_counter()
             gen = engine(policy, tokenizer, [rows[i]["prompt"] for i in chunk], config.max_new_tokens,
                          config.temperature, greedy=False, repeats=g)
@@ -145,6 +148,21 @@ def align_components(batches: list[RolloutBatch]) -> list[RolloutBatch]:
         n = b.rewards.shape[0]
         b.components = {k: b.components.get(k, torch.zeros(n, device=b.rewards.device)) for k in sorted(names)}
     return batches
+
+
+class Inline:
+    """ThreadPoolExecutor's interface, running each call at once on the calling thread."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def submit(self, fn, *args) -> Future:
+        future: Future = Future()
+        future.set_result(fn(*args))
+        return future
 
 
 def timed_score(reward, completions: list[str], rows: list[dict]) -> tuple[list[Verdict], float]:

@@ -57,7 +57,10 @@ class Generation:
 
 
 class Generator(Protocol):
-    """What `rollout=<x>` builds: continue each prompt `repeats` times."""
+    """What `rollout=<x>` builds: continue each prompt `repeats` times. `overlap_scoring`: collect scores a
+    generation chunk on a worker thread while the next chunk generates (rlx.rollout.collect)."""
+
+    overlap_scoring: bool
 
     def __call__(self, model, tokenizer, prompts: list[str], max_new_tokens: int, temperature: float,
                  greedy: bool, repeats: int = 1) -> Generation: ...
@@ -97,12 +100,13 @@ class RolloutEngine:
             graphs) over the static cache layout (rlx.rollout.cache). Meant for a GPU, where a small model's
             decode step is bound by kernel launches; on a CPU each of the ≤ log2(batch) + 1 shapes costs tens of
             seconds of compilation for a 10–20% faster step, so leave it off there.
+        overlap_scoring: see `Generator`.
     """
 
     backend = "inductor"  # torch.compile's backend (tests swap in a counting one)
 
-    def __init__(self, compile: bool) -> None:
-        self.compile = compile
+    def __init__(self, compile: bool, overlap_scoring: bool) -> None:
+        self.compile, self.overlap_scoring = compile, overlap_scoring
         self._compiled: dict[int, object] = {}
 
     def forward_fn(self, model):

@@ -13,6 +13,9 @@ class HFGenerate:
     padded to the end). Kept as the reference the engine is measured against (bench/rollout.py) and as the
     fallback for a model the engine cannot drive. It reports no per-token log-probs."""
 
+    def __init__(self, overlap_scoring: bool) -> None:
+        self.overlap_scoring = overlap_scoring  # see rlx.rollout.engine.Generator
+
     def __call__(self, model, tokenizer, prompts: list[str], max_new_tokens: int, temperature: float,
                  greedy: bool, repeats: int = 1) -> Generation:
         return generate(model, tokenizer, [p for p in prompts for _ in range(repeats)], max_new_tokens,

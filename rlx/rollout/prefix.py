@@ -28,7 +28,7 @@ def shares_prompts(model, prompt_width: int, distinct: int, rows: int) -> bool:
       the G completions' gradients before a norm (the shared prompt) rounds differently at float32 from summing
       them after it; float64 runs are exactness checks, which then stay identical across micro-batch splits.
     """
-    checkpointing = getattr(model, "is_gradient_checkpointing", False) and torch.is_grad_enabled()
+    checkpointing = model.is_activation_checkpointing and torch.is_grad_enabled()
     float64 = next(model.parameters()).dtype == torch.float64
     return prompt_width > 0 and distinct < rows and not checkpointing and not float64
 

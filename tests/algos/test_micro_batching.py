@@ -34,7 +34,7 @@ def parts():
     task = ArithmeticTask(10, 99, 10, 0, 0.5, 6, warm_start_min_match=0.0, warm_start_plateau_loss=None)
     torch.manual_seed(0)
     rewards = [1.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 0.0, 0.0]
-    batch = generate_and_score(model, tok, ScriptedReward(rewards), HFGenerate(), task.train, [0, 1, 2],
+    batch = generate_and_score(model, tok, ScriptedReward(rewards), HFGenerate(overlap_scoring=True), task.train, [0, 1, 2],
                                RolloutConfig(3, 4, 6, 1.0, None))
     batch = replace(batch, rewards=batch.rewards.double())  # float64 end to end
     assert len(set(batch.response_mask.sum(-1).tolist())) > 1  # completions of different lengths

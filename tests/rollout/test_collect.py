@@ -23,6 +23,8 @@ class FakeEngine:
     """Prompt k's completion j is the single token 10·k + j (+ eos for even j); response width varies by chunk
     so that joining chunks must re-pad. Records the size of every call."""
 
+    overlap_scoring = True
+
     def __init__(self, before_chunk=None):
         self.sizes, self.before_chunk = [], before_chunk
 
@@ -111,3 +113,12 @@ def test_scoring_of_a_chunk_overlaps_the_next_chunks_generation():
     _, stats = run(RolloutConfig(6, 4, 2, 1.0, 8), FakeEngine(before_chunk), ParityReward(on_call))
     assert log.index("score 0") < log.index("generate 1") and log.index("score 1") < log.index("generate 2")
     assert stats.generate_seconds > 0 and stats.score_seconds > 0 and stats.seconds >= stats.generate_seconds
+
+
+def test_without_overlap_each_chunk_is_scored_on_the_calling_thread_before_the_next_generates():
+    log = []
+    engine = FakeEngine(lambda k: log.append(f"generate {k}"))
+    engine.overlap_scoring = False
+    reward = ParityReward(lambda k: log.append(f"score {k} {threading.current_thread() is threading.main_thread()}"))
+    run(RolloutConfig(6, 4, 2, 1.0, 8), engine, reward)
+    assert log == ["generate 0", "score 0 True", "generate 1", "score 1 True", "generate 2", "score 2 True"]

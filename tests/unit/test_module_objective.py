@@ -29,7 +29,7 @@ def batch_gradient(parts, cfg_factory, rewards, rows_to_keep=None):
     algo, advantage = compose_algo(cfg_factory, "algo=grpo", "algo.group_size=4", "algo.prompts_per_step=2",
                                    "algo.beta=0", "algo.max_grad_norm=1e9")  # no clipping: raw gradients
     torch.manual_seed(0)
-    batch = generate_and_score(model, tok, ScriptedReward(rewards), HFGenerate(), task.train, [0, 1],
+    batch = generate_and_score(model, tok, ScriptedReward(rewards), HFGenerate(overlap_scoring=True), task.train, [0, 1],
                                RolloutConfig(2, 4, 4, 1.0, None))
     batch, _ = prepare(batch, algo, advantage, model, None, None)
     if rows_to_keep is not None:
