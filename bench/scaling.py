@@ -11,7 +11,7 @@ rlx.models.synthetic (a 2k BPE vocabulary, 4 layers; width 128 unless swept), on
 per step, β = 0.04, one update per batch. A random model never samples eos, so every completion has exactly
 the swept length.
 
-    OMP_NUM_THREADS=2 python bench/scaling.py            # writes bench/scaling.png
+    OMP_NUM_THREADS=2 python bench/scaling.py            # writes docs/img/scaling.png
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--prompts", type=int, default=4)
     parser.add_argument("--sweeps", nargs="+", choices=list(SWEEPS), default=list(SWEEPS))
-    parser.add_argument("--png", default=str(Path(__file__).resolve().parent / "scaling.png"))
+    parser.add_argument("--png", default=str(Path(__file__).resolve().parents[1] / "docs" / "img" / "scaling.png"))
     args = parser.parse_args()
     quiet_lightning()
     results: dict[str, list[tuple[int, dict]]] = {}
