@@ -31,6 +31,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -57,7 +58,8 @@ def run_rlx(size: str, steps: int, path: Path) -> dict:
 
     spec = SIZES[size]
     model = [] if size == "tiny" else ["model=hf", f"model.name_or_path={path}"]
-    cfg = compose([*model, "run_dir=/tmp/rlx-bench/rlx", f"trainer.max_steps={steps}",
+    run_dir = tempfile.mkdtemp(prefix="rlx-bench-")  # its own: concurrent benches never share a metrics.csv
+    cfg = compose([*model, f"run_dir={run_dir}", f"trainer.max_steps={steps}",
                    "trainer.val_check_interval=100000", "+trainer.enable_checkpointing=false", "~trainer.callbacks",
                    "+trainer.enable_progress_bar=false", f"algo.prompts_per_step={spec['prompts']}",
                    f"algo.group_size={spec['group']}", f"algo.beta={BETA}", f"algo.optimizer.lr={LR}",
@@ -134,7 +136,7 @@ def run_trl(size: str, steps: int, path: Path) -> dict:
             cpu.append(time.process_time() - self.start[1])
 
     config = GRPOConfig(
-        output_dir="/tmp/rlx-bench/trl", use_cpu=True, max_steps=steps, learning_rate=LR, beta=BETA,
+        output_dir=tempfile.mkdtemp(prefix="trl-bench-"), use_cpu=True, max_steps=steps, learning_rate=LR, beta=BETA,
         adam_beta2=0.99, weight_decay=0.0, lr_scheduler_type="linear", warmup_steps=0, max_grad_norm=1.0,
         num_generations=spec["group"], per_device_train_batch_size=spec["micro"],
         gradient_accumulation_steps=spec["prompts"] * spec["group"] // spec["micro"],

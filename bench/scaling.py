@@ -6,8 +6,9 @@ attention is a small share), and quadratic in the width (parameters ∝ width²)
 or length (re-concatenating the KV cache every step, a [N, N] pairwise op, padding every row to the longest of
 the batch twice over) would show as k ≈ 2 where k ≈ 1 is expected.
 
-Each point is a short rlx run (`--steps`, median after the first) on a random-init Qwen2 built by
-rlx.models.synthetic (a 2k BPE vocabulary, 4 layers; width 128 unless swept), on arithmetic prompts, 4 prompts
+Each point is a short rlx run (`--steps`, median after the first; the process's CPU time per step, which a
+shared machine's load distorts far less than wall time, next to wall time) on a random-init Qwen2 built by
+rlx.models.synthetic (a 2k BPE vocabulary, 4 layers; width 256 unless swept), on arithmetic prompts, 4 prompts
 per step, β = 0.04, one update per batch. A random model never samples eos, so every completion has exactly
 the swept length.
 
@@ -20,6 +21,7 @@ import argparse
 import math
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -27,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _models import compose, synthetic_model_dir
 
-BASE = {"group": 8, "length": 32, "width": 128}
-SWEEPS = {"group": [2, 4, 8, 16], "length": [16, 32, 64, 128], "width": [64, 128, 256, 512]}
+BASE = {"group": 8, "length": 32, "width": 256}
+SWEEPS = {"group": [4, 8, 16, 32], "length": [16, 32, 64, 128], "width": [128, 256, 512, 1024]}
 EXPECTED = {"group": 1.0, "length": 1.0, "width": 2.0}
 
 
@@ -44,14 +46,15 @@ def step_time(group: int, length: int, width: int, steps: int, prompts: int) -> 
     from rlx.train import build
 
     path = synthetic_model_dir(model_shape(width))
-    cfg = compose(["model=hf", f"model.name_or_path={path}", "run_dir=/tmp/rlx-bench/scaling",
+    run_dir = tempfile.mkdtemp(prefix="rlx-scaling-")  # its own: concurrent benches never share a metrics.csv
+    cfg = compose(["model=hf", f"model.name_or_path={path}", f"run_dir={run_dir}",
                    f"trainer.max_steps={steps}", "trainer.val_check_interval=100000",
                    "+trainer.enable_checkpointing=false", "~trainer.callbacks", "+trainer.enable_progress_bar=false",
                    f"algo.prompts_per_step={prompts}", f"algo.group_size={group}", "algo.beta=0.04",
                    "algo.update_epochs=1", "algo.minibatches=1", f"data.max_new_tokens={length}",
                    "samples_every=100000"])
     module, trainer = build(cfg)
-    times, generate = [], []
+    times, cpu, generate = [], [], []
     collect = rlx.module.collect
 
     def collect_timed(*args, **kwargs):
@@ -61,10 +64,11 @@ def step_time(group: int, length: int, width: int, steps: int, prompts: int) -> 
 
     class Timer(pl.Callback):
         def on_train_batch_start(self, *args):
-            self.start = time.perf_counter()
+            self.start = time.perf_counter(), time.process_time()
 
         def on_train_batch_end(self, *args):
-            times.append(time.perf_counter() - self.start)
+            times.append(time.perf_counter() - self.start[0])
+            cpu.append(time.process_time() - self.start[1])
 
     rlx.module.collect = collect_timed
     try:
@@ -72,7 +76,8 @@ def step_time(group: int, length: int, width: int, steps: int, prompts: int) -> 
         trainer.fit(module)
     finally:
         rlx.module.collect = collect
-    return {"step_s": statistics.median(times[1:]), "generate_s": statistics.median(generate[1:])}
+    return {"step_s": statistics.median(times[1:]), "cpu_s": statistics.median(cpu[1:]),
+            "generate_s": statistics.median(generate[1:])}
 
 
 def slope(xs: list[float], ys: list[float]) -> float:
@@ -100,8 +105,8 @@ def main() -> None:
     results: dict[str, list[tuple[int, dict]]] = {}
     print(f"rlx GRPO step time, {args.prompts} prompts per step, median of steps 2..{args.steps}; "
           f"fixed: G {BASE['group']}, length {BASE['length']}, width {BASE['width']}")
-    print("| sweep | value | s / step | generate s | s / step per unit of the swept quantity |")
-    print("|---|---|---|---|---|")
+    print("| sweep | value | s / step | CPU s / step | generate s | CPU s / step per unit of the swept quantity |")
+    print("|---|---|---|---|---|---|")
     for sweep in args.sweeps:
         results[sweep] = []
         for value in SWEEPS[sweep]:
@@ -109,14 +114,15 @@ def main() -> None:
             r = step_time(point["group"], point["length"], point["width"], args.steps, args.prompts)
             results[sweep].append((value, r))
             unit = value ** EXPECTED[sweep]
-            print(f"| {sweep} | {value} | {r['step_s']:.3f} | {r['generate_s']:.3f} | {r['step_s'] / unit:.5f} |",
-                  flush=True)
+            print(f"| {sweep} | {value} | {r['step_s']:.3f} | {r['cpu_s']:.3f} | {r['generate_s']:.3f} | "
+                  f"{r['cpu_s'] / unit:.5f} |", flush=True)
     for sweep, points in results.items():
         xs = [v for v, _ in points]
         k = slope(xs, [r["step_s"] for _, r in points])
+        kc = slope(xs, [r["cpu_s"] for _, r in points])
         kg = slope(xs, [r["generate_s"] for _, r in points])
-        print(f"{sweep}: step time ∝ {sweep}^{k:.2f}, generation ∝ {sweep}^{kg:.2f} "
-              f"(linear work: {EXPECTED[sweep]:.0f})")
+        print(f"{sweep}: step CPU time ∝ {sweep}^{kc:.2f}, step time ∝ {sweep}^{k:.2f}, generation ∝ "
+              f"{sweep}^{kg:.2f} (the work grows as {sweep}^{EXPECTED[sweep]:.0f})")
     plot(results, args.png)
     print(f"wrote {args.png}")
 
@@ -131,10 +137,10 @@ def plot(results: dict, path: str) -> None:
     axes = axes if len(results) > 1 else [axes]
     for ax, (sweep, points) in zip(axes, results.items()):
         xs = [v for v, _ in points]
-        for key, label in (("step_s", "step"), ("generate_s", "generate")):
+        for key, label in (("cpu_s", "step, CPU"), ("step_s", "step, wall"), ("generate_s", "generate, wall")):
             ys = [r[key] for _, r in points]
             ax.loglog(xs, ys, "o-", label=f"{label} (k={slope(xs, ys):.2f})")
-        ref = [points[0][1]["step_s"] * (x / xs[0]) ** EXPECTED[sweep] for x in xs]
+        ref = [points[0][1]["cpu_s"] * (x / xs[0]) ** EXPECTED[sweep] for x in xs]
         ax.loglog(xs, ref, "k--", lw=0.8, label=f"∝ {sweep}^{EXPECTED[sweep]:.0f}")
         ax.set_xlabel(sweep)
         ax.set_ylabel("seconds")
