@@ -99,6 +99,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--prompts", type=int, default=4)
     parser.add_argument("--sweeps", nargs="+", choices=list(SWEEPS), default=list(SWEEPS))
+    parser.add_argument("--points", type=int, default=4, help="the first this many values of each sweep")
     parser.add_argument("--png", default=str(Path(__file__).resolve().parents[1] / "docs" / "img" / "scaling.png"))
     args = parser.parse_args()
     quiet_lightning()
@@ -109,7 +110,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     for sweep in args.sweeps:
         results[sweep] = []
-        for value in SWEEPS[sweep]:
+        for value in SWEEPS[sweep][: max(2, args.points)]:
             point = {**BASE, sweep: value}
             r = step_time(point["group"], point["length"], point["width"], args.steps, args.prompts)
             results[sweep].append((value, r))
