@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
+from rlx.distributed import World, sharded_round
 from rlx.rewards.base import Status, Verdict
 from rlx.rollout.batch import RolloutBatch, concat
 from rlx.rollout.engine import Generation, Generator
@@ -188,7 +189,9 @@ def collect(policy, tokenizer, reward, sampler, rows, engine: Generator,
     g = config.group_size
     while n_kept < config.prompts_per_step and rounds < sampler.max_rounds:
         indices = sampler.sample(config.prompts_per_step - n_kept)
-        batch = generate_and_score(policy, tokenizer, reward, engine, rows, indices, config, timer)
+        # each rank generates and scores its share of the round; every rank gets the whole round back
+        batch = sharded_round(World.current(), lambda share: generate_and_score(
+            policy, tokenizer, reward, engine, rows, share, config, timer), indices, tokenizer.pad_token_id)
         groups = grouped_rewards(batch, g)
         sampler.observe(indices, groups)
         keep = sampler.keep(groups)

@@ -41,7 +41,7 @@ def shared_prefix_logits(model, input_ids: Tensor, attention_mask: Tensor, respo
     n, width = input_ids.shape
     width_p, t = width - response_width, response_width
     position = (attention_mask.cumsum(-1) - 1).clamp(min=0)  # [n, P + T]
-    prompts = torch.cat([input_ids[:, :width_p], attention_mask[:, :width_p]], dim=1)  # [n, 2P] ids and mask
+    prompts = torch.cat([input_ids[:, :width_p], attention_mask[:, :width_p].to(input_ids.dtype)], dim=1)  # [n, 2P]
     distinct, row_prompt = torch.unique(prompts, dim=0, return_inverse=True)  # [K, 2P], [n]
     if not shares_prompts(model, width_p, distinct.shape[0], n):
 
