@@ -26,6 +26,7 @@ generate, score, reference (+ advantages) and update.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import resource
 import statistics
@@ -61,7 +62,7 @@ def run_rlx(size: str, steps: int, path: Path) -> dict:
     run_dir = tempfile.mkdtemp(prefix="rlx-bench-")  # its own: concurrent benches never share a metrics.csv
     cfg = compose([*model, f"run_dir={run_dir}", f"trainer.max_steps={steps}",
                    "trainer.val_check_interval=100000", "+trainer.enable_checkpointing=false", "~trainer.callbacks",
-                   "+trainer.enable_progress_bar=false", f"algo.prompts_per_step={spec['prompts']}",
+                   "trainer.enable_progress_bar=false", f"algo.prompts_per_step={spec['prompts']}",
                    f"algo.group_size={spec['group']}", f"algo.beta={BETA}", f"algo.optimizer.lr={LR}",
                    "algo.update_epochs=1", "algo.minibatches=1", f"algo.micro_batch_size={spec['micro']}",
                    f"data.max_new_tokens={spec['new_tokens']}", "samples_every=100000"])
@@ -163,14 +164,16 @@ def worker(name: str, size: str, steps: int, path: Path) -> dict:
 def bench_size(size: str, steps: int, warmup: int, rounds: int) -> None:
     spec = SIZES[size]
     path = model_dir(size)
-    ratios, rows = [], {"rlx": [], "trl": []}
+    peers = ("rlx", "trl") if importlib.util.find_spec("trl") else ("rlx",)  # TRL is not an rlx dependency
+    ratios, rows = [], {name: [] for name in peers}
     split: dict[str, list[float]] = {}
     for _ in range(rounds):
-        result = {name: worker(name, size, steps, path) for name in ("rlx", "trl")}
+        result = {name: worker(name, size, steps, path) for name in peers}
         for name, r in result.items():
             rows[name].append((statistics.median(r["step_s"][warmup:]), r["peak_rss_mb"],
                                statistics.median(r["cpu_s"][warmup:])))
-        ratios.append(tuple(a / b for a, b in zip(rows["rlx"][-1], rows["trl"][-1])))
+        if "trl" in rows:
+            ratios.append(tuple(a / b for a, b in zip(rows["rlx"][-1], rows["trl"][-1])))
         for part, values in result["rlx"]["split"].items():
             split.setdefault(part, []).extend(values[warmup:])
     print(f"\nGRPO step, {size} model, {spec['prompts']}x{spec['group']} completions, <= {spec['new_tokens']} new "
@@ -181,6 +184,9 @@ def bench_size(size: str, steps: int, warmup: int, rounds: int) -> None:
               f"{statistics.median(v[2] for v in values):.3f} | {statistics.median(v[1] for v in values):.0f} |")
     parts = {part: statistics.median(values) for part, values in split.items()}
     print("rlx step split (median s): " + ", ".join(f"{part} {value:.3f}" for part, value in parts.items()))
+    if not ratios:
+        print(f"rlx / trl ({size}): not measured, TRL is not installed (pip install trl)", flush=True)
+        return
     print(f"rlx / trl ({size}): step time {statistics.median(r[0] for r in ratios):.2f}x, "
           f"peak RSS {statistics.median(r[1] for r in ratios):.2f}x "
           f"(CPU time per step {statistics.median(r[2] for r in ratios):.2f}x)", flush=True)

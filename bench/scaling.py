@@ -49,7 +49,7 @@ def step_time(group: int, length: int, width: int, steps: int, prompts: int) -> 
     run_dir = tempfile.mkdtemp(prefix="rlx-scaling-")  # its own: concurrent benches never share a metrics.csv
     cfg = compose(["model=hf", f"model.name_or_path={path}", f"run_dir={run_dir}",
                    f"trainer.max_steps={steps}", "trainer.val_check_interval=100000",
-                   "+trainer.enable_checkpointing=false", "~trainer.callbacks", "+trainer.enable_progress_bar=false",
+                   "+trainer.enable_checkpointing=false", "~trainer.callbacks", "trainer.enable_progress_bar=false",
                    f"algo.prompts_per_step={prompts}", f"algo.group_size={group}", "algo.beta=0.04",
                    "algo.update_epochs=1", "algo.minibatches=1", f"data.max_new_tokens={length}",
                    "samples_every=100000"])
