@@ -57,6 +57,8 @@ BENCH: dict[str, list[str]] = {
     "rollout.py": ["--size", "tiny", "--batches", "16", "--new-tokens", "4", "--repeats", "1"],
     "scaling.py": ["--sweeps", "group", "--points", "2", "--steps", "2", "--prompts", "1", "--png", "{work}/scaling.png"],
     "sandbox_throughput.py": [],
+    "memory.py": ["--prompts", "2", "--group-size", "2", "--new-tokens", "4", "--hidden", "64", "--layers", "2",
+                  "--vocab", "2000", "--micro-batch", "2", "--generation-batch", "4", "--skip-unbatched-above", "0"],
 }
 
 
