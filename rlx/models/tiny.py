@@ -48,7 +48,7 @@ def build_tiny_llama(tokenizer, hidden_size: int, layers: int, heads: int, inter
 
 
 def greedy_match_rate(model, tokenizer, examples: list[tuple[str, str]], max_new_tokens: int) -> float:
-    texts = generate(model, tokenizer, [p for p, _ in examples], max_new_tokens, 1.0, greedy=True)[-1]
+    texts = generate(model, tokenizer, [p for p, _ in examples], max_new_tokens, 1.0, greedy=True).texts
     return sum(t == c for t, (_, c) in zip(texts, examples)) / len(examples)
 
 
