@@ -32,9 +32,21 @@ CURRICULA = ("uniform", "sorted", "learnable_band", "dynamic_sampling")
 
 
 def run(name: str, out: Path, steps: int, seed: int, extra: list[str]) -> None:
-    command = ["nice", "-n", "15", sys.executable, "-m", "rlx", f"curriculum={name}", "data=mixed_arithmetic",
-               f"seed={seed}", f"trainer.max_steps={steps}", f"trainer.val_check_interval={steps}",
-               f"hydra.run.dir={out / name}", *extra]
+    command = [
+        "nice",
+        "-n",
+        "15",
+        sys.executable,
+        "-m",
+        "rlx",
+        f"curriculum={name}",
+        "data=mixed_arithmetic",
+        f"seed={seed}",
+        f"trainer.max_steps={steps}",
+        f"trainer.val_check_interval={steps}",
+        f"hydra.run.dir={out / name}",
+        *extra,
+    ]
     print("$", " ".join(command), flush=True)
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     subprocess.run(command, cwd=ROOT, env=env, check=True)
@@ -62,8 +74,9 @@ def bucket_accuracy(run_dir: Path) -> dict[int, float]:
     reward.bind(task)  # reward=math's strict=null: the task decides, as in rlx.train
     loaded = load_local(run_dir / "policy")
     with torch.inference_mode():
-        texts = generate(loaded.policy, loaded.tokenizer, [r["prompt"] for r in task.val], task.max_new_tokens,
-                         1.0, greedy=True)[-1]
+        texts = generate(
+            loaded.policy, loaded.tokenizer, [r["prompt"] for r in task.val], task.max_new_tokens, 1.0, greedy=True
+        ).texts
     passed: dict[int, list[bool]] = {}
     for row, verdict in zip(task.val, reward(texts, task.val), strict=True):
         passed.setdefault(row["difficulty"], []).append(verdict.status == Status.PASS)
@@ -79,9 +92,15 @@ def summarise(run_dir: Path) -> dict:
     before, after = summary["before"]["val/accuracy"], summary["after"]["val/accuracy"]
     gain_points = 100 * (after - before)
     return {
-        "steps": len(steps), "zero_gen": mean("reward/zero_std_frac"), "zero_batch": mean("reward/zero_std_frac_batch"),
-        "rounds": mean("curriculum/rounds"), "rollouts": rollouts, "before": before, "after": after,
-        "per_point": rollouts / gain_points if gain_points > 0 else None, "wall_s": summary["wall_s"],
+        "steps": len(steps),
+        "zero_gen": mean("reward/zero_std_frac"),
+        "zero_batch": mean("reward/zero_std_frac_batch"),
+        "rounds": mean("curriculum/rounds"),
+        "rollouts": rollouts,
+        "before": before,
+        "after": after,
+        "per_point": rollouts / gain_points if gain_points > 0 else None,
+        "wall_s": summary["wall_s"],
         "buckets": bucket_accuracy(run_dir),
     }
 
@@ -93,15 +112,19 @@ def _config_value(path: Path, key: str):
 
 
 def table(results: dict[str, dict]) -> str:
-    lines = ["| curriculum | zero-var gen | zero-var batch | rounds | rollouts | acc before → after | "
-             "rollouts / +1 pt | held-out by bucket (trivial / learnable / near-imp.) | wall s |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| curriculum | zero-var gen | zero-var batch | rounds | rollouts | acc before → after | "
+        "rollouts / +1 pt | held-out by bucket (trivial / learnable / near-imp.) | wall s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for name, r in results.items():
         per_point = "–" if r["per_point"] is None else f"{r['per_point']:,.0f}"
         buckets = " / ".join(f"{v:.2f}" for v in r["buckets"].values())
-        lines.append(f"| {name} | {r['zero_gen']:.3f} | {r['zero_batch']:.3f} | {r['rounds']:.2f} | "
-                     f"{r['rollouts']:,} | {r['before']:.3f} → {r['after']:.3f} | {per_point} | {buckets} | "
-                     f"{r['wall_s']:.0f} |")
+        lines.append(
+            f"| {name} | {r['zero_gen']:.3f} | {r['zero_batch']:.3f} | {r['rounds']:.2f} | "
+            f"{r['rollouts']:,} | {r['before']:.3f} → {r['after']:.3f} | {per_point} | {buckets} | "
+            f"{r['wall_s']:.0f} |"
+        )
     return "\n".join(lines)
 
 
@@ -122,10 +145,12 @@ def main() -> None:
     text = table({name: summarise(args.out / name) for name in args.only})
     print(text)
     if args.results:
-        command = " ".join(["python bench/curricula.py", f"--steps {args.steps}", f"--seed {args.seed}",
-                            *args.overrides])
-        args.results.write_text(f"Measured with `{command}` (data=mixed_arithmetic, model=tiny, algo=grpo "
-                                f"defaults).\n\n{text}\n")
+        command = " ".join(
+            ["python bench/curricula.py", f"--steps {args.steps}", f"--seed {args.seed}", *args.overrides]
+        )
+        args.results.write_text(
+            f"Measured with `{command}` (data=mixed_arithmetic, model=tiny, algo=grpo defaults).\n\n{text}\n"
+        )
 
 
 if __name__ == "__main__":

@@ -36,8 +36,9 @@ from rlx.errors import ConfigError
 from rlx.models.reference import FrozenReference
 from rlx.rewards.base import Status
 from rlx.rollout.batch import RolloutBatch
-from rlx.rollout.collect import collect, score
-from rlx.rollout.generate import generate
+from rlx.rollout.collect import RolloutConfig, collect, score
+from rlx.rollout.engine import Generator
+from rlx.rollout.generate import HFGenerate
 from rlx.update import NonFiniteGuard, prepare, update
 
 
@@ -64,9 +65,24 @@ class StepTicker(IterableDataset):
 
 
 class RLModule(LightningModule):
-    def __init__(self, policy, tokenizer, task, reward, advantage, algo: Algorithm, sampler, *,
-                 reference: FrozenReference | None = None, critic=None, val_batch_size: int = 256,
-                 samples_path: str | None = None, samples_every: int = 10, samples_per_step: int = 4) -> None:
+    def __init__(
+        self,
+        policy,
+        tokenizer,
+        task,
+        reward,
+        advantage,
+        algo: Algorithm,
+        sampler,
+        *,
+        reference: FrozenReference | None = None,
+        critic=None,
+        val_batch_size: int = 256,
+        samples_path: str | None = None,
+        samples_every: int = 10,
+        samples_per_step: int = 4,
+        rollout: Generator | None = None,
+    ) -> None:
         super().__init__()
         self.automatic_optimization = False
         self.policy = policy
@@ -80,6 +96,8 @@ class RLModule(LightningModule):
         self.val_batch_size = val_batch_size
         self.samples_path = Path(samples_path) if samples_path else None
         self.samples_every, self.samples_per_step = samples_every, samples_per_step
+        # The `rollout` group's generator (train.build passes it); a module built by hand samples with HF generate.
+        self.rollout = rollout if rollout is not None else HFGenerate(overlap_scoring=True)
         self.before_metrics: dict | None = None  # held-out metrics of the starting policy, kept across resumes
         self.val_tally = EvalTally()  # held-out sums of this rank (rlx.distributed.evaluation)
         self.val_weights = HeldWeights()  # trainer=fsdp: the policy's full weights while it evaluates
@@ -89,8 +107,12 @@ class RLModule(LightningModule):
         return DataLoader(StepTicker(), batch_size=None)
 
     def val_dataloader(self):
-        return DataLoader(self.task.val, batch_size=self.val_batch_size, collate_fn=list,
-                          sampler=eval_sampler(World.current(), self.task.val))  # rank's share, no repeats
+        return DataLoader(
+            self.task.val,
+            batch_size=self.val_batch_size,
+            collate_fn=list,
+            sampler=eval_sampler(World.current(), self.task.val),
+        )  # rank's share, no repeats
 
     def configure_optimizers(self):
         optimizer = self.algo.optimizer(self.policy.parameters())
@@ -110,9 +132,11 @@ class RLModule(LightningModule):
         self._move_reference()
         plugin = self.trainer.precision_plugin
         if isinstance(plugin, MixedPrecision) and plugin.scaler is not None:
-            raise ConfigError(f"trainer.precision={self.trainer.precision} scales the loss for a gradient scaler, "
-                              "which rlx's several optimiser steps per RL step do not go through. Use "
-                              "trainer.precision=bf16-mixed or 32-true")
+            raise ConfigError(
+                f"trainer.precision={self.trainer.precision} scales the loss for a gradient scaler, "
+                "which rlx's several optimiser steps per RL step do not go through. Use "
+                "trainer.precision=bf16-mixed or 32-true"
+            )
 
     # ---------------------------------------------------------------- one RL step
     def training_step(self, tick, batch_idx):  # the ticker's value is unused: global_step is the RL step
@@ -121,17 +145,33 @@ class RLModule(LightningModule):
         self.sampler.begin_step(step)
         world = World.current()
         with full_weights(self.policy, self.critic):  # trainer=fsdp: unsharded while generating (rlx.distributed)
-            batch, stats = collect(self.policy, self.tokenizer, self.reward, self.sampler, self.task.train,
-                                   self.algo.prompts_per_step, self.algo.group_size, self.task.max_new_tokens,
-                                   self.algo.temperature, self.tokenizer.pad_token_id)
-            shard = take(world, batch, self.tokenizer.pad_token_id, self.algo.minibatches,
-                         equal=sharded(self.policy))  # this rank's groups
-            batch, prepared = prepare(shard.batch, self.algo, self.advantage, self.policy, self.reference,
-                                      self.critic)
+            batch, stats = collect(
+                self.policy,
+                self.tokenizer,
+                self.reward,
+                self.sampler,
+                self.task.train,
+                self.rollout,
+                self.rollout_config(),
+            )
+            shard = take(
+                world, batch, self.tokenizer.pad_token_id, self.algo.minibatches, equal=sharded(self.policy)
+            )  # this rank's groups
+            batch, prepared = prepare(shard.batch, self.algo, self.advantage, self.policy, self.reference, self.critic)
         losses = mean_over_ranks(world, {**prepared, **self.update(batch)})  # sums of global-weighted parts
         whole = shard.whole(batch)  # every rank's rows: the step's metrics as one process computes them
         self.log_step(whole, stats, losses)
         self.write_samples(whole, step, shard.ranks())
+
+    def rollout_config(self) -> RolloutConfig:
+        algo = self.algo
+        return RolloutConfig(
+            algo.prompts_per_step,
+            algo.group_size,
+            self.task.max_new_tokens,
+            algo.temperature,
+            algo.generation_batch_size,
+        )
 
     def update(self, batch: RolloutBatch) -> dict[str, float]:
         """Every optimiser update of this RL step, then one counted Lightning step.
@@ -149,8 +189,16 @@ class RLModule(LightningModule):
         # Train mode, where transformers' gradient checkpointing and LoRA's adapter dropout act; the model's own
         # dropout was switched off at load (rlx.models.loading.disable_dropout), so the ratio stays exactly 1.
         self.policy.train()
-        losses = update(batch, self.algo, self.policy, optimizer, self.critic,
-                        critic_optimizer[0] if critic_optimizer else None, self.manual_backward, self.guard)
+        losses = update(
+            batch,
+            self.algo,
+            self.policy,
+            optimizer,
+            self.critic,
+            critic_optimizer[0] if critic_optimizer else None,
+            self.manual_backward,
+            self.guard,
+        )
         counted = self.optimizers()
         counted = counted[0] if isinstance(counted, list) else counted
         counted.zero_grad(set_to_none=True)
@@ -170,7 +218,8 @@ class RLModule(LightningModule):
             "reward/mean": batch.rewards[valid].mean() if valid.any() else torch.tensor(0.0),
             "reward/zero_std_frac": stats.zero_std_groups / max(1, stats.groups_generated),
             "reward/zero_std_frac_batch": stats.batch_zero_std_groups / max(1, stats.batch_groups),
-            "reward/infra_frac": stats.status_counts.get(Status.INFRA.value, 0) / max(1, sum(stats.status_counts.values())),
+            "reward/infra_frac": stats.status_counts.get(Status.INFRA.value, 0)
+            / max(1, sum(stats.status_counts.values())),
             "adv/mean": adv.mean(),
             "adv/std": adv.std(unbiased=False),
             "rollout/length_mean": mask.sum(-1).mean(),
@@ -178,20 +227,20 @@ class RLModule(LightningModule):
             "rollout/tok_per_s": stats.tokens / max(stats.seconds, 1e-9),
             "rollout/seconds": stats.seconds,
             "rollout/rounds": float(stats.rounds),
+            "time/generate": stats.generate_seconds,  # (perf) wall time inside the rollout engine
+            "time/score": stats.score_seconds,  # (perf) time inside the reward, overlapping generation
             "optim/lr": self.lr_schedulers().get_last_lr()[0],
             "train/skipped_updates": float(self.guard.skipped),
             "train/trained_frac": batch.sample_mask.float().mean(),
             **{f"reward/{k}": v[valid].float().mean() for k, v in batch.components.items() if valid.any()},
-            **{f"reward/status_{s.lower()}": sum(1 for x in batch.statuses if x == s) / n
-               for s in set(batch.statuses)},
+            **{f"reward/status_{s.lower()}": sum(1 for x in batch.statuses if x == s) / n for s in set(batch.statuses)},
             **self.sampler.metrics(),
             **losses,
             **length_by_outcome(mask.sum(-1), batch.statuses, valid),
         }
         shown = {"reward/mean", "loss/kl", "loss/clipfrac"}
         self.log_dict({k: v for k, v in metrics.items() if k not in shown}, on_step=True, batch_size=1)
-        self.log_dict({k: v for k, v in metrics.items() if k in shown}, on_step=True, prog_bar=True,
-                      batch_size=1)
+        self.log_dict({k: v for k, v in metrics.items() if k in shown}, on_step=True, prog_bar=True, batch_size=1)
 
     def write_samples(self, batch: RolloutBatch, step: int, ranks: list[int]) -> None:
         """Every `samples_every` steps, `samples_per_step` completions spread over the batch's prompts (the
@@ -211,11 +260,21 @@ class RLModule(LightningModule):
         with self.samples_path.open("a", encoding="utf-8") as out:
             for i in picked:
                 row = rows[prompts[i]]
-                out.write(json.dumps({
-                    "step": step, "prompt": row["prompt"], "completion": batch.completions[i],
-                    "reference": {f: row[f] for f in fields if f in row},
-                    "reward": float(batch.rewards[i]), "status": batch.statuses[i], "rank": ranks[i],
-                }, default=str) + "\n")
+                out.write(
+                    json.dumps(
+                        {
+                            "step": step,
+                            "prompt": row["prompt"],
+                            "completion": batch.completions[i],
+                            "reference": {f: row[f] for f in fields if f in row},
+                            "reward": float(batch.rewards[i]),
+                            "status": batch.statuses[i],
+                            "rank": ranks[i],
+                        },
+                        default=str,
+                    )
+                    + "\n"
+                )
 
     # ---------------------------------------------------------------- held-out evaluation
     def on_validation_start(self) -> None:
@@ -226,8 +285,17 @@ class RLModule(LightningModule):
         self.val_weights.hold(self.policy)  # trainer=fsdp: ranks decode different numbers of batches
 
     def validation_step(self, rows: list[dict], batch_idx: int) -> None:
-        texts = generate(self.policy, self.tokenizer, [r["prompt"] for r in rows], self.task.max_new_tokens,
-                         1.0, greedy=True)[-1]
+        texts = []
+        step = self.algo.generation_batch_size or len(rows)  # the KV cache holds one chunk at a time
+        for start in range(0, len(rows), step):
+            texts += self.rollout(
+                self.policy,
+                self.tokenizer,
+                [r["prompt"] for r in rows[start : start + step]],
+                self.task.max_new_tokens,
+                1.0,
+                greedy=True,
+            ).texts
         verdicts = score(self.reward, texts, rows)
         passed = torch.tensor([v.status == Status.PASS for v in verdicts], dtype=torch.float32)
         rewards = torch.tensor([float(v.reward) for v in verdicts])

@@ -52,9 +52,20 @@ def build(cfg: DictConfig) -> tuple[RLModule, pl.Trainer]:
     run_dir = Path(cfg.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     module = RLModule(
-        policy, loaded.tokenizer, task, reward, advantage, algo, sampler, reference=reference, critic=critic,
-        val_batch_size=cfg.val_batch_size, samples_path=str(run_dir / "samples.jsonl"),
-        samples_every=cfg.samples_every, samples_per_step=cfg.samples_per_step,
+        policy,
+        loaded.tokenizer,
+        task,
+        reward,
+        advantage,
+        algo,
+        sampler,
+        reference=reference,
+        critic=critic,
+        val_batch_size=cfg.val_batch_size,
+        samples_path=str(run_dir / "samples.jsonl"),
+        samples_every=cfg.samples_every,
+        samples_per_step=cfg.samples_per_step,
+        rollout=build_node(cfg, "rollout"),
     )
     module.peft = peft
     trainer = build_node(cfg, "trainer", logger=build_node(cfg, "logger"))
@@ -84,8 +95,11 @@ def train(cfg: DictConfig) -> dict:
     trainer.fit(module, ckpt_path=resume.path)
     resume.raise_if_stopped(trainer)
     # the last step's training metrics, read before validation replaces what the trainer holds
-    train_metrics = {k: round(float(v), 4) for k, v in trainer.callback_metrics.items()
-                     if k.split("/")[0] in ("reward", "loss", "rollout", "adv", "curriculum")}
+    train_metrics = {
+        k: round(float(v), 4)
+        for k, v in trainer.callback_metrics.items()
+        if k.split("/")[0] in ("reward", "loss", "rollout", "adv", "curriculum")
+    }
     after = validate(trainer, module)
     world = World.current()  # every rank evaluated its share; rank 0 alone writes what follows
     distributed = replicas(world, module.policy)  # world_size, and whether every rank ended with the same weights

@@ -18,6 +18,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
@@ -32,15 +33,30 @@ log = logging.getLogger(__name__)
 FORMAT_VERSION = 1
 
 
-def build_tiny_llama(tokenizer, hidden_size: int, layers: int, heads: int, intermediate_size: int,
-                     max_positions: int, init_std: float, seed: int) -> LlamaForCausalLM:
+def build_tiny_llama(
+    tokenizer,
+    hidden_size: int,
+    layers: int,
+    heads: int,
+    intermediate_size: int,
+    max_positions: int,
+    init_std: float,
+    seed: int,
+) -> LlamaForCausalLM:
     """Llama, not Qwen2: transformers' auto tokenizer for a Qwen2 config silently drops spaces from a
     small vocabulary (see shared/ENV.md); Llama round-trips the char tokenizer exactly."""
     config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=hidden_size, num_hidden_layers=layers,
-        num_attention_heads=heads, num_key_value_heads=heads, intermediate_size=intermediate_size,
-        max_position_embeddings=max_positions, tie_word_embeddings=True, initializer_range=init_std,
-        pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
+        intermediate_size=intermediate_size,
+        max_position_embeddings=max_positions,
+        tie_word_embeddings=True,
+        initializer_range=init_std,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
     )
     torch.manual_seed(seed)
@@ -48,18 +64,34 @@ def build_tiny_llama(tokenizer, hidden_size: int, layers: int, heads: int, inter
 
 
 def greedy_match_rate(model, tokenizer, examples: list[tuple[str, str]], max_new_tokens: int) -> float:
-    texts = generate(model, tokenizer, [p for p, _ in examples], max_new_tokens, 1.0, greedy=True)[-1]
-    return sum(t == c for t, (_, c) in zip(texts, examples)) / len(examples)
+    texts = generate(model, tokenizer, [p for p, _ in examples], max_new_tokens, 1.0, greedy=True).texts
+    return sum(t == c for t, (_, c) in zip(texts, examples, strict=True)) / len(examples)
 
 
 class TinyModel:
     """Build (or fetch from the cache) the warm-started tiny model for a task, then load it like any other."""
 
-    def __init__(self, hidden_size: int, layers: int, heads: int, intermediate_size: int, max_positions: int,
-                 init_std: float, warm_start: WarmStartConfig | None, cache_dir: str, dtype: str,
-                 gradient_checkpointing: bool) -> None:
-        self.arch = dict(hidden_size=hidden_size, layers=layers, heads=heads,
-                         intermediate_size=intermediate_size, max_positions=max_positions, init_std=init_std)
+    def __init__(
+        self,
+        hidden_size: int,
+        layers: int,
+        heads: int,
+        intermediate_size: int,
+        max_positions: int,
+        init_std: float,
+        warm_start: WarmStartConfig | None,
+        cache_dir: str,
+        dtype: str,
+        gradient_checkpointing: bool,
+    ) -> None:
+        self.arch = dict(
+            hidden_size=hidden_size,
+            layers=layers,
+            heads=heads,
+            intermediate_size=intermediate_size,
+            max_positions=max_positions,
+            init_std=init_std,
+        )
         self.warm_start = warm_start
         self.cache_dir = Path(cache_dir).expanduser()
         self.dtype = dtype
@@ -68,14 +100,24 @@ class TinyModel:
     def cache_key(self, task) -> str:
         ws = None if self.warm_start is None else vars(self.warm_start)
         checks = [task.warm_start_min_match, task.warm_start_plateau_loss] if ws else None
-        blob = json.dumps({"v": FORMAT_VERSION, "arch": self.arch, "warm_start": ws,
-                           "task": task.fingerprint() if ws else None, "checks": checks}, sort_keys=True)
+        blob = json.dumps(
+            {
+                "v": FORMAT_VERSION,
+                "arch": self.arch,
+                "warm_start": ws,
+                "task": task.fingerprint() if ws else None,
+                "checks": checks,
+            },
+            sort_keys=True,
+        )
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def __call__(self, task) -> LoadedModel:
         if task.conversational:  # fail before the warm start, not after it
-            raise ModelError("the data's prompts are conversations (lists of messages), but model=tiny's character "
-                             "tokenizer has no chat template. Use model=hf with a chat model, or plain-text prompts")
+            raise ModelError(
+                "the data's prompts are conversations (lists of messages), but model=tiny's character "
+                "tokenizer has no chat template. Use model=hf with a chat model, or plain-text prompts"
+            )
         target = self.cache_dir / "tiny" / self.cache_key(task)
         target.parent.mkdir(parents=True, exist_ok=True)
         # One process trains a recipe's warm start; the sweep's other jobs that need it wait for it here and then
@@ -101,27 +143,45 @@ class TinyModel:
         attempts = 1 if ws is None else ws.max_attempts
         for attempt in range(attempts):
             # A stuck initialisation is retried with a new seed and the retry init scale.
-            init_std = self.arch["init_std"] if attempt == 0 else ws.retry_init_std
-            model = build_tiny_llama(tokenizer, **{**self.arch, "init_std": init_std},
-                                     seed=(ws.seed if ws else 0) + 1000 * attempt)
+            init_std = self.arch["init_std"] if attempt == 0 or ws is None else ws.retry_init_std
+            arch: dict[str, Any] = {**self.arch, "init_std": init_std}
+            model = build_tiny_llama(tokenizer, **arch, seed=(ws.seed if ws else 0) + 1000 * attempt)
             if ws is None:
                 break
             start = time.perf_counter()
             examples = task.warm_start_examples(ws.corpus_size, ws.seed)
-            losses = supervised_finetune(model, tokenizer, examples, ws, seed=ws.seed + attempt,
-                                         plateau_loss=task.warm_start_plateau_loss)
+            losses = supervised_finetune(
+                model, tokenizer, examples, ws, seed=ws.seed + attempt, plateau_loss=task.warm_start_plateau_loss
+            )
             match = greedy_match_rate(model, tokenizer, examples[:256], task.max_new_tokens)
-            report["attempts"].append({"init_std": init_std, "losses": losses, "greedy_match": match,
-                                       "seconds": round(time.perf_counter() - start, 1)})
-            log.info("warm start attempt %d: final loss %.3f, greedy match with the teacher %.2f (%.0f s)",
-                     attempt + 1, losses[-1], match, time.perf_counter() - start)
+            report["attempts"].append(
+                {
+                    "init_std": init_std,
+                    "losses": losses,
+                    "greedy_match": match,
+                    "seconds": round(time.perf_counter() - start, 1),
+                }
+            )
+            log.info(
+                "warm start attempt %d: final loss %.3f, greedy match with the teacher %.2f (%.0f s)",
+                attempt + 1,
+                losses[-1],
+                match,
+                time.perf_counter() - start,
+            )
             if match >= task.warm_start_min_match:
                 break
-            log.warning("warm start looks stuck (greedy match %.2f < data.warm_start_min_match=%.2f); "
-                        "retrying with a new initialisation", match, task.warm_start_min_match)
+            log.warning(
+                "warm start looks stuck (greedy match %.2f < data.warm_start_min_match=%.2f); "
+                "retrying with a new initialisation",
+                match,
+                task.warm_start_min_match,
+            )
         else:
-            raise RuntimeError(f"warm start stuck after {attempts} attempts: {report['attempts']}. Raise "
-                               "model.warm_start.steps or lower data.warm_start_min_match")
+            raise RuntimeError(
+                f"warm start stuck after {attempts} attempts: {report['attempts']}. Raise "
+                "model.warm_start.steps or lower data.warm_start_min_match"
+            )
         # Write to a temporary sibling and rename: parallel sweep jobs never see a half-written model.
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".building-"))

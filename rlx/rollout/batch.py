@@ -7,6 +7,7 @@ Completions are right-aligned after left-padded prompts, so every completion tok
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -34,6 +35,10 @@ class RolloutBatch:
     token_rewards: Tensor | None = None  # [N, T] score at the last token, minus a per-token KL penalty if any
     advantages: Tensor | None = None  # [N, T]
     returns: Tensor | None = None  # [N, T] value targets (critic only)
+    # (perf) The rollout engine's own log-probs of the sampled tokens, from its decode logits at the sampling
+    # temperature, 0 off the response mask; None from rollout=hf. Equal to sequence_logprobs of the sampling
+    # policy to 1e-5 (tests/rollout/test_engine.py), so usable as old_logp without a second forward.
+    sampling_logp: Tensor | None = None  # [N, T]
 
     @property
     def response_width(self) -> int:
@@ -41,15 +46,17 @@ class RolloutBatch:
 
     def loss_mask(self) -> Tensor:
         """[N, T] float: completion tokens of the trained samples (what the loss and the advantages see)."""
+        assert self.sample_mask is not None, "rlx.update.prepare sets sample_mask"
         return self.response_mask.float() * self.sample_mask[:, None]  # [N, T]
 
     def returns_per_sequence(self) -> Tensor:
         """Σ_t token reward: the sequence reward, less any KL penalty placed in the reward."""
+        assert self.token_rewards is not None, "rlx.update.prepare sets token_rewards"
         return self.token_rewards.sum(-1)  # [N]
 
-    def select(self, rows: Tensor) -> "RolloutBatch":
+    def select(self, rows: Tensor) -> RolloutBatch:
         """The sub-batch of `rows` (an index tensor) with every per-sample field sliced alike."""
-        out = {}
+        out: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
             if isinstance(value, Tensor):
@@ -83,8 +90,14 @@ def concat(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
             attention_mask=pad(b.attention_mask, left, right, 0),
             response_mask=pad(b.response_mask, 0, right, 0),
             group_index=b.group_index + offset,
-            prompt_index=b.prompt_index, rewards=b.rewards, valid=b.valid, truncated=b.truncated,
-            completions=b.completions, statuses=b.statuses, components=b.components,
+            prompt_index=b.prompt_index,
+            rewards=b.rewards,
+            valid=b.valid,
+            truncated=b.truncated,
+            completions=b.completions,
+            statuses=b.statuses,
+            components=b.components,
+            sampling_logp=None if b.sampling_logp is None else pad(b.sampling_logp, 0, right, 0.0),  # (perf)
         )
         offset += int(b.group_index.max()) + 1 if len(b.group_index) else 0
         parts.append(rb)
@@ -100,4 +113,9 @@ def concat(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
         completions=[c for p in parts for c in p.completions],
         statuses=[s for p in parts for s in p.statuses],
         components={k: torch.cat([p.components[k] for p in parts]) for k in parts[0].components},
+        sampling_logp=(
+            torch.cat([p.sampling_logp for p in parts if p.sampling_logp is not None])  # [N, T] when every part
+            if all(p.sampling_logp is not None for p in parts)  # has them
+            else None
+        ),
     )

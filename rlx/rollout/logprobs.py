@@ -12,10 +12,12 @@ Shapes: N sequences, P prompt columns, T completion columns, V vocabulary.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
+
+from rlx.rollout.prefix import shared_prefix_logits  # (perf)
 
 
 def plan_micro_batches(lengths: Tensor, micro_batch_size: int | None, micro_batch_tokens: int | None) -> list[Tensor]:
@@ -34,7 +36,9 @@ def plan_micro_batches(lengths: Tensor, micro_batch_size: int | None, micro_batc
     if micro_batch_tokens is None:
         return list(rows.split(micro_batch_size or max(n, 1)))
     order = torch.argsort(lengths, stable=True).tolist()
-    out, current, longest = [], [], 0
+    out: list[Tensor] = []
+    current: list[int] = []
+    longest = 0
     for i in order:
         width = max(longest, int(lengths[i]))
         full = micro_batch_size is not None and len(current) >= micro_batch_size
@@ -61,9 +65,14 @@ def trim_padding(input_ids: Tensor, attention_mask: Tensor, response_width: int)
     return input_ids[:, first:end], attention_mask[:, first:end], kept_t
 
 
-def map_micro_batches(fn: Callable[[Tensor, Tensor, int], Tensor | tuple[Tensor, ...]], input_ids: Tensor,
-                      attention_mask: Tensor, response_width: int, micro_batch_size: int | None,
-                      micro_batch_tokens: int | None = None) -> tuple[Tensor, ...]:
+def map_micro_batches(
+    fn: Callable[[Tensor, Tensor, int], Tensor | tuple[Tensor, ...]],
+    input_ids: Tensor,
+    attention_mask: Tensor,
+    response_width: int,
+    micro_batch_size: int | None,
+    micro_batch_tokens: int | None = None,
+) -> tuple[Tensor, ...]:
     """Run fn(input_ids, attention_mask, T') → [n, T'] outputs (one tensor or a tuple) on each trimmed
     micro-batch and assemble each output as [N, T] (0 on trimmed completion columns)."""
     n = input_ids.shape[0]
@@ -75,13 +84,14 @@ def map_micro_batches(fn: Callable[[Tensor, Tensor, int], Tensor | tuple[Tensor,
         result = result if isinstance(result, tuple) else (result,)
         if outs is None:
             outs = [torch.zeros(n, response_width, dtype=r.dtype, device=r.device) for r in result]
-        for out, r in zip(outs, result):
+        for out, r in zip(outs, result, strict=True):
             out[rows, :kept] = r  # [n, T']
     return tuple(outs or ())
 
 
-def selective_log_softmax(logits: Tensor, targets: Tensor, temperature: float, chunk_rows: int = 8,
-                          with_entropy: bool = False) -> tuple[Tensor, Tensor | None]:
+def selective_log_softmax(
+    logits: Tensor, targets: Tensor, temperature: float, chunk_rows: int = 8, with_entropy: bool = False
+) -> tuple[Tensor, Tensor | None]:
     """log softmax(z / τ)[target] for logits [n, T, V] (any dtype), targets [n, T], a few rows at a time: each
     chunk is upcast to float32 on its own, so no full float32 [n, T, V] tensor exists next to the logits.
 
@@ -104,20 +114,33 @@ def selective_log_softmax(logits: Tensor, targets: Tensor, temperature: float, c
     return torch.cat(logps), (torch.cat(entropies) if with_entropy else None)
 
 
-def forward_logprobs(model, input_ids: Tensor, attention_mask: Tensor, response_width: int, temperature: float,
-                     with_entropy: bool = False) -> tuple[Tensor, Tensor | None]:
+def forward_logprobs(
+    model,
+    input_ids: Tensor,
+    attention_mask: Tensor,
+    response_width: int,
+    temperature: float,
+    with_entropy: bool = False,
+) -> tuple[Tensor, Tensor | None]:
     """log π(y_t | x, y<t) [n, T] of one (already trimmed) micro-batch, one forward pass with logits only for
     the completion positions (`logits_to_keep`); gradients flow unless the caller disables them."""
-    position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)  # [n, P + T] matches generate's positions
-    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                logits_to_keep=response_width + 1, use_cache=False)
-    logits = out.logits[:, :-1]  # [n, T, V] position P + t − 1 predicts completion token t
+    # (perf) rows that share a prompt (a group) run it once: the same logits and gradient as one forward over
+    # the full rows (rlx.rollout.prefix, tests/rollout/test_prefix.py); positions are cumsum(mask) − 1 there too.
+    logits = shared_prefix_logits(model, input_ids, attention_mask, response_width)  # [n, T, V]
     return selective_log_softmax(logits, input_ids[:, -response_width:], temperature, with_entropy=with_entropy)
 
 
-def sequence_logprobs(model, input_ids: Tensor, attention_mask: Tensor, response_width: int, temperature: float,
-                      micro_batch_size: int | None, *, micro_batch_tokens: int | None = None,
-                      with_entropy: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+def sequence_logprobs(
+    model,
+    input_ids: Tensor,
+    attention_mask: Tensor,
+    response_width: int,
+    temperature: float,
+    micro_batch_size: int | None,
+    *,
+    micro_batch_tokens: int | None = None,
+    with_entropy: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]:
     """log π(y_t | x, y<t) of each completion token [N, T], micro-batch by micro-batch (`micro_batch_size`
     sequences, or a `micro_batch_tokens` budget; None = all at once); 0 on positions past each micro-batch's
     longest completion. With `with_entropy`, returns (log-probs, entropy) [N, T] each."""
@@ -127,4 +150,4 @@ def sequence_logprobs(model, input_ids: Tensor, attention_mask: Tensor, response
         return (logp, entropy) if with_entropy else logp
 
     out = map_micro_batches(run, input_ids, attention_mask, response_width, micro_batch_size, micro_batch_tokens)
-    return out if with_entropy else out[0]
+    return (out[0], out[1]) if with_entropy else out[0]

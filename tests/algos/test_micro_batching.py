@@ -18,7 +18,8 @@ from rlx.models.tiny import build_tiny_llama
 from rlx.models.tokenizer import build_char_tokenizer
 from rlx.module import RLModule
 from rlx.rewards.base import Status, Verdict
-from rlx.rollout.collect import generate_and_score
+from rlx.rollout.collect import RolloutConfig, generate_and_score
+from rlx.rollout.generate import HFGenerate
 from rlx.rollout.logprobs import plan_micro_batches, sequence_logprobs, trim_padding
 from rlx.update import NonFiniteGuard, critic_step, policy_step, prepare
 from tests.algos.helpers import GradCapture, ScriptedReward, compose_algo
@@ -33,7 +34,15 @@ def parts():
     task = ArithmeticTask(10, 99, 10, 0, 0.5, 6, warm_start_min_match=0.0, warm_start_plateau_loss=None)
     torch.manual_seed(0)
     rewards = [1.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 0.0, 0.0]
-    batch = generate_and_score(model, tok, ScriptedReward(rewards), task.train, [0, 1, 2], 4, 6, 1.0)
+    batch = generate_and_score(
+        model,
+        tok,
+        ScriptedReward(rewards),
+        HFGenerate(overlap_scoring=True),
+        task.train,
+        [0, 1, 2],
+        RolloutConfig(3, 4, 6, 1.0, None),
+    )
     batch = replace(batch, rewards=batch.rewards.double())  # float64 end to end
     assert len(set(batch.response_mask.sum(-1).tolist())) > 1  # completions of different lengths
     return tok, model, batch
@@ -66,8 +75,14 @@ def test_trimming_drops_only_unattended_columns(parts):
 def test_prepare_is_unchanged_by_micro_batching(parts, cfg_factory, split):
     tok, model, batch = parts
     reference = FrozenReference(build_tiny_llama(tok, 32, 2, 2, 64, 64, 0.5, seed=1).double())
-    critic_overrides = ["algo=ppo", "algo.group_size=4", "algo.prompts_per_step=3", "algo.minibatches=2",
-                        "algo.beta=0.1", "data.max_new_tokens=6"]
+    critic_overrides = [
+        "algo=ppo",
+        "algo.group_size=4",
+        "algo.prompts_per_step=3",
+        "algo.minibatches=2",
+        "algo.beta=0.1",
+        "data.max_new_tokens=6",
+    ]
     outs = []
     for extra in ([], split):
         algo, advantage = compose_algo(cfg_factory, *critic_overrides, *extra)
@@ -87,8 +102,14 @@ def test_prepare_is_unchanged_by_micro_batching(parts, cfg_factory, split):
 def test_policy_loss_and_gradient_are_unchanged_by_micro_batching(parts, cfg_factory, aggregate, split):
     tok, model, batch = parts
     reference = FrozenReference(build_tiny_llama(tok, 32, 2, 2, 64, 64, 0.5, seed=1).double())
-    base = ["algo=grpo", "algo.group_size=4", "algo.prompts_per_step=3", f"aggregate={aggregate}",
-            "algo.max_grad_norm=1e9", "data.max_new_tokens=6"]
+    base = [
+        "algo=grpo",
+        "algo.group_size=4",
+        "algo.prompts_per_step=3",
+        f"aggregate={aggregate}",
+        "algo.max_grad_norm=1e9",
+        "data.max_new_tokens=6",
+    ]
     results = []
     for extra in ([], split):
         algo, advantage = compose_algo(cfg_factory, *base, *extra)
@@ -111,8 +132,13 @@ def test_policy_loss_and_gradient_are_unchanged_by_micro_batching(parts, cfg_fac
 @pytest.mark.parametrize("split", SPLITS, ids=lambda s: s[0])
 def test_value_loss_and_gradient_are_unchanged_by_micro_batching(parts, cfg_factory, split):
     _, model, batch = parts
-    base = ["algo=ppo", "algo.group_size=4", "algo.prompts_per_step=3", "algo.critic.max_grad_norm=1e9",
-            "data.max_new_tokens=6"]
+    base = [
+        "algo=ppo",
+        "algo.group_size=4",
+        "algo.prompts_per_step=3",
+        "algo.critic.max_grad_norm=1e9",
+        "data.max_new_tokens=6",
+    ]
     results = []
     for extra in ([], split):
         algo, advantage = compose_algo(cfg_factory, *base, *extra)
@@ -150,11 +176,26 @@ def test_the_default_preset_trains_the_same_with_micro_batches(cfg_factory, spli
         policy = build_tiny_llama(tok, 32, 1, 2, 64, 64, 0.02, seed=0)
         algo, advantage = compose_algo(cfg_factory, "algo.prompts_per_step=4", *extra)
         task = ArithmeticTask(10, 20, 10, 0, 0.5, 4, warm_start_min_match=0.0, warm_start_plateau_loss=None)
-        module = RLModule(policy, tok, task, FirstCharBelowM(), advantage, algo, UniformSampler(0),
-                          reference=FrozenReference(copy.deepcopy(policy)))
-        trainer = pl.Trainer(max_steps=3, logger=False, enable_checkpointing=False, limit_val_batches=0,
-                             num_sanity_val_steps=0, enable_progress_bar=False, enable_model_summary=False,
-                             accelerator="cpu")
+        module = RLModule(
+            policy,
+            tok,
+            task,
+            FirstCharBelowM(),
+            advantage,
+            algo,
+            UniformSampler(0),
+            reference=FrozenReference(copy.deepcopy(policy)),
+        )
+        trainer = pl.Trainer(
+            max_steps=3,
+            logger=False,
+            enable_checkpointing=False,
+            limit_val_batches=0,
+            num_sanity_val_steps=0,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            accelerator="cpu",
+        )
         torch.manual_seed(0)
         trainer.fit(module)
         runs.append((dict(trainer.logged_metrics), torch.cat([p.detach().flatten() for p in policy.parameters()])))
