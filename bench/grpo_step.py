@@ -131,7 +131,7 @@ def run_trl(size: str, steps: int, path: Path) -> dict:
     task = ArithmeticTask(
         10, 99, 500, 1234, 0.7, spec["new_tokens"], warm_start_min_match=0.7, warm_start_plateau_loss=0.6
     )
-    scorer = MathReward(strict=True)
+    scorer = MathReward(strict=True, verifier="exact", format_weight=0.0, timeout_s=5)
 
     def reward(completions, answer, **_):
         return [v.reward for v in scorer(completions, [{"answer": a} for a in answer])]

@@ -89,9 +89,7 @@ def math_verify_batch(pairs: list[tuple[str, str]], timeout_s: int) -> list[bool
 class MathReward:
     required_fields = ("answer",)
 
-    def __init__(
-        self, strict: bool | None, verifier: str = "exact", format_weight: float = 0.0, timeout_s: int = 5
-    ) -> None:
+    def __init__(self, strict: bool | None, verifier: str, format_weight: float, timeout_s: int) -> None:
         if verifier not in ("exact", "math_verify"):
             raise ValueError(f"reward.verifier must be 'exact' or 'math_verify' (got {verifier!r})")
         self.strict, self.verifier, self.format_weight, self.timeout_s = strict, verifier, format_weight, timeout_s

@@ -39,19 +39,24 @@ def test_null_strictness_is_the_tasks(cfg_factory, tmp_path):
 def test_explicit_strictness_wins_and_unbound_null_refuses_to_score(tmp_path):
     rows = tmp_path / "rows.jsonl"
     rows.write_text(json.dumps({"prompt": "Q", "answer": "5"}) + "\n")
-    strict = MathReward(strict=True)
+    strict = MathReward(strict=True, verifier="exact", format_weight=0.0, timeout_s=5)
     strict.bind(JsonlTask(str(rows), str(rows), 8, None))
     assert strict.strict is True
-    lenient = MathReward(strict=False)
+    lenient = MathReward(strict=False, verifier="exact", format_weight=0.0, timeout_s=5)
     lenient.bind(ArithmeticTask(10, 20, 10, 0, 0.5, 4, warm_start_min_match=0.0, warm_start_plateau_loss=None))
     assert lenient.strict is False
-    by_class = MathReward(strict=None)
+    by_class = MathReward(strict=None, verifier="exact", format_weight=0.0, timeout_s=5)
     by_class.bind(JsonlTask)  # rlx.score binds the composed task's class, not an instance
     assert by_class.strict is False
     with pytest.raises(RuntimeError, match="strict=None.*bind"):
-        MathReward(strict=None)(["5"], [{"answer": "5"}])
+        MathReward(strict=None, verifier="exact", format_weight=0.0, timeout_s=5)(["5"], [{"answer": "5"}])
     # a strict reference is compared as written, marker and all
-    assert MathReward(strict=True)(["72"], [{"answer": "#### 72"}])[0].status == Status.FAIL
+    assert (
+        MathReward(strict=True, verifier="exact", format_weight=0.0, timeout_s=5)(["72"], [{"answer": "#### 72"}])[
+            0
+        ].status
+        == Status.FAIL
+    )
 
 
 def test_no_signal_rule():

@@ -65,7 +65,7 @@ def test_teacher_rates_and_corpus_stays_in_the_training_split():
 
 
 def test_reward_math_scores_both_styles_by_the_last_number():
-    reward = MathReward(strict=False)
+    reward = MathReward(strict=False, verifier="exact", format_weight=0.0, timeout_s=5)
     row = {"answer": "110"}
     verdicts = reward(["110", "[85+25=110]110", "[85+25=110]90", "90", ""], [row] * 5)
     assert [v.status for v in verdicts] == [Status.PASS, Status.PASS, Status.FAIL, Status.FAIL, Status.FORMAT]
