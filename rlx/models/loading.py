@@ -24,6 +24,7 @@ class ModelError(RlxError):
 class LoadedModel:
     policy: PreTrainedModel
     tokenizer: PreTrainedTokenizerBase
+    path: Path  # the directory it was loaded from (bench/_models.py reuses it)
 
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
@@ -75,7 +76,7 @@ def load_local(path: str | Path, dtype: str = "float32", gradient_checkpointing:
                 "set model.gradient_checkpointing=false"
             )
         policy.activation_checkpointing_enable()
-    return LoadedModel(policy=policy, tokenizer=tokenizer)
+    return LoadedModel(policy=policy, tokenizer=tokenizer, path=path)
 
 
 def disable_dropout(model: nn.Module) -> None:
