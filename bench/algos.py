@@ -1,4 +1,4 @@
-"""The five algorithms side by side on the embedded default: held-out accuracy, wall time and peak memory.
+"""The algorithm presets side by side on the embedded default: held-out accuracy, wall time and peak memory.
 
     python bench/algos.py --seeds 0 1 2 [--out outputs/bench-algos] [--extra trainer.max_steps=100 ...]
                           [--results bench/RESULTS-algos.md]
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-ALGOS = ["ppo", "grpo", "dr_grpo", "dapo", "reinforce"]
+ALGOS = ["ppo", "grpo", "dr_grpo", "dapo", "reinforce", "gspo", "cispo", "reinforce_pp"]
 WARM_START = """
 from hydra import compose, initialize_config_dir
 from rlx.checks import build_node

@@ -1,6 +1,7 @@
 """Start-up checks: an incompatible or impossible configuration fails before any model is loaded, with a
 message naming the key, the bad value and the fix. The checks read what each component declares about
-itself (`min_group_size`, `needs_critic`, `uses_old_logp`), never algorithm names."""
+itself (`min_group_size`, `needs_critic`, `reads_token_rewards`, `uses_old_logp`, a KL's `estimator` and
+`placement`), never algorithm names."""
 
 from __future__ import annotations
 
@@ -44,25 +45,35 @@ def check_algorithm(algo, advantage, has_critic: bool) -> None:
         raise ConfigError(f"algo.critic is set but advantage={type(advantage).__name__} never reads its values: "
                           "the critic would cost a second model's memory for nothing. Set algo.critic=null, or "
                           "advantage=gae")
-    if not advantage.reads_token_rewards and (algo.uses_reference and algo.kl_in_reward or algo.shaping.active):
+    if not advantage.reads_token_rewards and (algo.uses_reference and algo.kl.in_reward or algo.shaping.active):
         raise ConfigError(
             f"advantage={type(advantage).__name__} credits the reward's components directly, so "
-            f"algo.kl_in_reward=true (with algo.beta={algo.beta}) or algo.shaping would be silently ignored. "
-            "Set algo.kl_in_reward=false (the KL then goes in the loss) and turn algo.shaping's options off")
+            f"kl.placement=reward (with algo.beta={algo.beta}) or algo.shaping would be silently ignored. "
+            "Set kl.placement=loss (the KL then goes in the loss) and turn algo.shaping's options off")
     if algo.update_epochs < 1 or algo.minibatches < 1:
         raise ConfigError(f"algo.update_epochs and algo.minibatches must be >= 1 "
                           f"(got {algo.update_epochs}, {algo.minibatches})")
-    if not getattr(algo.policy_loss, "uses_old_logp", True) and algo.update_epochs * algo.minibatches > 1:
+    if not algo.policy_loss.uses_old_logp and algo.updates_per_batch > 1:
         raise ConfigError(
-            f"algo.policy_loss={type(algo.policy_loss).__name__} has no importance ratio, so only one update per "
+            f"policy_loss={type(algo.policy_loss).__name__} has no importance ratio, so only one update per "
             f"batch is unbiased (got algo.update_epochs={algo.update_epochs}, algo.minibatches={algo.minibatches}). "
-            "Set both to 1, or use the clipped ratio (rlx.algos.losses.ClippedRatio)"
+            "Set both to 1, or use a ratio-using loss (policy_loss=clip)"
         )
+    batch = algo.group_size * algo.prompts_per_step
+    if algo.minibatches > batch:
+        raise ConfigError(f"algo.minibatches={algo.minibatches} exceeds the {batch} completions of a step "
+                          f"(algo.prompts_per_step × algo.group_size): set algo.minibatches <= {batch}")
+    for key in ("micro_batch_size", "micro_batch_tokens", "generation_batch_size"):
+        value = getattr(algo, key)
+        if value is not None and value < 1:
+            raise ConfigError(f"algo.{key} must be >= 1 or null (got {value}); null means the whole batch at once")
+    if algo.max_skipped_updates < 1:
+        raise ConfigError(f"algo.max_skipped_updates must be >= 1 (got {algo.max_skipped_updates})")
     if algo.beta < 0:
         raise ConfigError(f"algo.beta must be >= 0 (got {algo.beta}); 0 disables the KL term")
-    if algo.beta > 0 and not algo.reference:
-        raise ConfigError(f"algo.beta={algo.beta} puts a KL penalty to the reference model, but algo.reference=false "
-                          "loads none. Set algo.reference=true, or algo.beta=0")
+    if algo.beta > 0 and algo.kl.estimator is None:
+        raise ConfigError(f"algo.beta={algo.beta} puts a KL penalty to the reference model, but kl=none loads "
+                          "none. Set kl=k3 (or k1, k2), or algo.beta=0")
     if algo.temperature <= 0:
         raise ConfigError(f"algo.temperature must be > 0 (got {algo.temperature})")
 

@@ -3,9 +3,10 @@
 One training step reads top to bottom:
     collect  — sample prompts, generate a group per prompt with the KV cache, score (rlx.rollout.collect)
     prepare  — reward shaping, reference / sampling-policy log-probs, per-token rewards, critic values,
-               advantages (the `advantage` group)
-    update   — μ epochs × minibatches of the policy loss + β·KL, one optimiser step per minibatch; with a
-               critic (PPO) also the value loss, stepped by the critic's own optimiser
+               advantages (rlx.update.prepare)
+    update   — μ epochs × minibatches of the objective (rlx.algos.objective), one optimiser step per minibatch
+               over its micro-batches; with a critic (PPO) also the value loss, stepped by its own optimiser
+               (rlx.update.update)
 `trainer.global_step` counts RL steps (not optimiser steps), so `trainer.max_steps` is the number of RL steps.
 """
 
@@ -18,14 +19,17 @@ from pathlib import Path
 import numpy as np
 import torch
 from lightning.pytorch import LightningModule
+from lightning.pytorch.plugins.precision import MixedPrecision
 from torch.utils.data import DataLoader, IterableDataset
 
-from rlx.algos.aggregation import token_mean
 from rlx.algos.spec import Algorithm
+from rlx.errors import ConfigError
+from rlx.models.reference import FrozenReference
 from rlx.rewards.base import Status
 from rlx.rollout.batch import RolloutBatch
 from rlx.rollout.collect import collect, score
-from rlx.rollout.generate import generate, sequence_logprobs
+from rlx.rollout.generate import generate
+from rlx.update import NonFiniteGuard, prepare, update
 
 
 def numpy_rng_state() -> dict:
@@ -53,21 +57,18 @@ class StepTicker(IterableDataset):
 
 class RLModule(LightningModule):
     def __init__(self, policy, tokenizer, task, reward, advantage, algo: Algorithm, sampler, *,
-                 reference=None, critic=None, val_batch_size: int = 256, samples_path: str | None = None,
-                 samples_every: int = 10, samples_per_step: int = 4) -> None:
+                 reference: FrozenReference | None = None, critic=None, val_batch_size: int = 256,
+                 samples_path: str | None = None, samples_every: int = 10, samples_per_step: int = 4) -> None:
         super().__init__()
         self.automatic_optimization = False
         self.policy = policy
         self.critic = critic
-        # The reference is frozen and restorable from its source, so it is kept out of the state dict
-        # (checkpoints stay policy-sized) and out of Lightning's device moves (see on_fit_start).
-        self.__dict__["reference"] = reference
-        if reference is not None:
-            reference.requires_grad_(False).eval()
+        self.reference = reference  # a plain holder, not a submodule: in no state dict, moved in on_fit_start
         self.tokenizer, self.task, self.reward = tokenizer, task, reward
         self.advantage, self.algo, self.sampler = advantage, algo, sampler
         self.advantage.bind(tokenizer)
         self.sampler.bind(task.train)
+        self.guard = NonFiniteGuard(algo.max_skipped_updates)
         self.val_batch_size = val_batch_size
         self.samples_path = Path(samples_path) if samples_path else None
         self.samples_every, self.samples_per_step = samples_every, samples_per_step
@@ -93,112 +94,52 @@ class RLModule(LightningModule):
 
     def on_fit_start(self) -> None:
         self._move_reference()
+        plugin = self.trainer.precision_plugin
+        if isinstance(plugin, MixedPrecision) and plugin.scaler is not None:
+            raise ConfigError(f"trainer.precision={self.trainer.precision} scales the loss for a gradient scaler, "
+                              "which rlx's several optimiser steps per RL step do not go through. Use "
+                              "trainer.precision=bf16-mixed or 32-true")
 
     # ---------------------------------------------------------------- one RL step
     def training_step(self, tick, batch_idx):  # the ticker's value is unused: global_step is the RL step
-        step = self.global_step  # read now: global_step advances inside update
-        self.policy.eval()  # sampling and log-probs without dropout, so ratios start at exactly 1
+        step = self.global_step
+        self.policy.eval()  # no dropout anywhere in the step, so the ratio is exactly 1 before the first update
         self.sampler.begin_step(step)
         batch, stats = collect(self.policy, self.tokenizer, self.reward, self.sampler, self.task.train,
                                self.algo.prompts_per_step, self.algo.group_size, self.task.max_new_tokens,
                                self.algo.temperature, self.tokenizer.pad_token_id)
-        self.prepare(batch)
+        batch, prepared = prepare(batch, self.algo, self.advantage, self.policy, self.reference, self.critic)
         losses = self.update(batch)
-        self.log_step(batch, stats, losses)
+        self.log_step(batch, stats, {**prepared, **losses})
         self.write_samples(batch, step)
 
-    @torch.no_grad()
-    def prepare(self, batch: RolloutBatch) -> None:
-        algo, t = self.algo, self.algo.temperature
-        args = (batch.input_ids, batch.attention_mask, batch.response_width, t)
-        shaped, batch.valid = algo.shaping(batch)  # [N], [N] clipped / length-penalised; overlong-filtered
-        if algo.uses_reference:
-            batch.ref_logp = sequence_logprobs(self.reference, *args)  # [N, T]
-        # One epoch, one minibatch: the first update's own log-probs are the sampling policy's (the weights
-        # have not moved), so that forward pass is not run twice.
-        if algo.update_epochs > 1 or algo.minibatches > 1 or (algo.uses_reference and algo.kl_in_reward):
-            batch.old_logp = sequence_logprobs(self.policy, *args)  # [N, T]
-        mask = batch.response_mask.float()  # [N, T]
-        last = (batch.response_mask.sum(-1) - 1).clamp(min=0)  # [N] index of each completion's last token
-        token_rewards = torch.zeros_like(mask)  # [N, T]
-        token_rewards[torch.arange(len(last), device=last.device), last] = shaped * batch.valid
-        if algo.uses_reference and algo.kl_in_reward:
-            token_rewards -= algo.beta * algo.kl(batch.old_logp, batch.ref_logp) * mask  # [N, T]
-        batch.token_rewards = token_rewards
-        if self.critic is not None:
-            batch.values = self.critic(batch.input_ids, batch.attention_mask, batch.response_width)  # [N, T]
-        batch.advantages, batch.returns = self.advantage(batch)  # [N, T], [N, T] | None
-
     def update(self, batch: RolloutBatch) -> dict[str, float]:
-        algo = self.algo
-        optimizers = self.optimizers()
+        """Every optimiser update of this RL step, then one counted Lightning step.
+
+        Lightning (manual optimisation) counts each LightningOptimizer.step() as a global step, but an RL step
+        makes algo.update_epochs × algo.minibatches policy updates (and as many critic updates). They run on the
+        plain torch optimisers, which Lightning's public `optimizers(use_pl_optimizer=False)` returns; then the
+        RL step is counted by exactly one LightningOptimizer.step() with every gradient cleared, which changes
+        no weight and no optimiser state (torch optimisers skip parameters without a gradient). So
+        trainer.global_step, max_steps and every_n_train_steps count RL steps. A gradient scaler would not see
+        the plain steps: on_fit_start refuses 16-bit precision with a scaler.
+        """
+        optimizers = self.optimizers(use_pl_optimizer=False)
         optimizer, *critic_optimizer = optimizers if isinstance(optimizers, list) else [optimizers]
-        schedule = self.lr_schedulers()
-        n = batch.input_ids.shape[0]
-        totals: dict[str, float] = {}
-        updates = algo.update_epochs * algo.minibatches
-        done = 0
-        for _ in range(algo.update_epochs):
-            order = torch.randperm(n, device=batch.input_ids.device)
-            for rows in order.chunk(algo.minibatches):
-                mb = batch.select(rows)
-                metrics = self.policy_objective(mb)
-                loss = metrics.pop("loss")
-                optimizer.zero_grad(set_to_none=True)
-                self.manual_backward(loss)
-                metrics["optim/grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.policy.parameters(),
-                                                                            algo.max_grad_norm))
-                done += 1
-                # Only the last optimiser step of the RL step goes through Lightning's wrapper, which is
-                # what advances trainer.global_step: one global step per RL step.
-                (optimizer if done == updates else optimizer.optimizer).step()
-                if critic_optimizer:
-                    metrics.update(self.critic_update(mb, critic_optimizer[0].optimizer))
-                for key, value in metrics.items():
-                    totals[key] = totals.get(key, 0.0) + float(value) / updates
-        schedule.step()
-        return totals
-
-    def policy_objective(self, mb: RolloutBatch) -> dict:
-        algo = self.algo
-        logp = sequence_logprobs(self.policy, mb.input_ids, mb.attention_mask, mb.response_width,
-                                 algo.temperature)  # [n, T]
-        old_logp = mb.old_logp if mb.old_logp is not None else logp.detach()  # [n, T]
-        mask = mb.response_mask * mb.valid[:, None]  # [n, T] INFRA samples carry no gradient
-        policy_mat, clipped = algo.policy_loss(logp, old_logp, mb.advantages)  # [n, T], [n, T]
-        policy_loss = algo.aggregate(policy_mat, mask)
-        loss = policy_loss
-        metrics = {"loss/policy": policy_loss.detach()}
-        if algo.uses_reference and not algo.kl_in_reward:
-            kl_mat = algo.kl(logp, mb.ref_logp)  # [n, T]
-            kl_loss = algo.aggregate(kl_mat, mask)
-            loss = loss + algo.beta * kl_loss
-            metrics["loss/kl"] = kl_loss.detach()
-        elif algo.uses_reference:
-            metrics["loss/kl"] = algo.aggregate(algo.kl(logp, mb.ref_logp), mask).detach()
-        log_ratio = (logp - old_logp).detach()  # [n, T]
-        metrics["loss/clipfrac"] = token_mean(clipped.float(), mask)
-        metrics["loss/approx_kl"] = token_mean(torch.exp(log_ratio) - 1 - log_ratio, mask)  # k3(π_old ‖ π_θ)
-        metrics["loss"] = loss
-        return metrics
-
-    def critic_update(self, mb: RolloutBatch, optimizer) -> dict:
-        """One step of the critic on the value loss (its raw optimiser: global_step counts policy steps)."""
-        values = self.critic(mb.input_ids, mb.attention_mask, mb.response_width)  # [n, T]
-        mask = mb.response_mask * mb.valid[:, None]  # [n, T]
-        loss = token_mean(self.algo.critic.loss(values, mb.values, mb.returns), mask)
-        optimizer.zero_grad(set_to_none=True)
-        self.manual_backward(loss)
-        norm = torch.nn.utils.clip_grad_norm_(self.critic.parameters(), self.algo.critic.max_grad_norm)
-        optimizer.step()
-        return {"loss/value": loss.detach(), "optim/critic_grad_norm": float(norm),
-                "critic/value_mean": token_mean(mb.values, mask)}
+        losses = update(batch, self.algo, self.policy, optimizer, self.critic,
+                        critic_optimizer[0] if critic_optimizer else None, self.manual_backward, self.guard)
+        counted = self.optimizers()
+        counted = counted[0] if isinstance(counted, list) else counted
+        counted.zero_grad(set_to_none=True)
+        counted.step()
+        self.lr_schedulers().step()
+        return losses
 
     # ---------------------------------------------------------------- logging
     def log_step(self, batch: RolloutBatch, stats, losses: dict[str, float]) -> None:
-        valid = batch.valid
+        valid = batch.valid  # scored samples (INFRA excluded); truncated ones count here even if filtered out
         mask = batch.response_mask.float()
-        adv = batch.advantages[batch.response_mask.bool() & valid[:, None]]  # every scored response token
+        adv = batch.advantages[batch.loss_mask() > 0]  # every trained response token
         if adv.numel() == 0:
             adv = torch.zeros(1, device=batch.rewards.device)
         n = max(1, len(batch.statuses))
@@ -215,6 +156,8 @@ class RLModule(LightningModule):
             "rollout/seconds": stats.seconds,
             "rollout/rounds": float(stats.rounds),
             "optim/lr": self.lr_schedulers().get_last_lr()[0],
+            "train/skipped_updates": float(self.guard.skipped),
+            "train/trained_frac": batch.sample_mask.float().mean(),
             **{f"reward/{k}": v[valid].float().mean() for k, v in batch.components.items() if valid.any()},
             **{f"reward/status_{s.lower()}": sum(1 for x in batch.statuses if x == s) / n
                for s in set(batch.statuses)},

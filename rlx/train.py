@@ -15,6 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlx.checks import build_node, check_algorithm, check_task
 from rlx.errors import ConfigError
+from rlx.models.reference import FrozenReference
 from rlx.module import RLModule
 
 log = logging.getLogger(__name__)
@@ -32,7 +33,7 @@ def build(cfg: DictConfig) -> tuple[RLModule, pl.Trainer]:
     sampler = build_node(cfg, "curriculum")
     sampler.bind(task.train)  # a curriculum the data cannot serve (sorted without its key) fails before the model loads
     loaded = build_node(cfg, "model")(task)
-    reference = copy.deepcopy(loaded.policy) if algo.uses_reference else None  # the starting (SFT) policy
+    reference = FrozenReference(copy.deepcopy(loaded.policy)) if algo.uses_reference else None  # the SFT policy
     critic = algo.critic.build(loaded.policy) if algo.critic is not None else None  # PPO's value network
     run_dir = Path(cfg.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,8 @@
 
 Shapes: N = prompts × group_size completions, T = completion tokens, K = prompts in the step.
 Every estimator's adapter has the same call, `estimator(batch) -> (advantages [N, T], returns [N, T] | None)`,
-so the update loop never asks which estimator it holds; what an estimator needs (a critic, groups of two or
+so the update loop never asks which estimator it holds. Estimators read `batch.sample_mask` (the samples that are
+trained: scored, and not removed by reward shaping) and `batch.loss_mask()`; what an estimator needs (a critic, groups of two or
 more) it declares in `needs_critic` / `min_group_size`, which the start-up checks read. An estimator with
 state (the running-mean baseline) round-trips it through `state_dict` so a resumed run continues exactly.
 """
@@ -12,10 +13,23 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from rlx.algos.returns import gae, reinforce_pp_advantage, reinforce_pp_baseline_advantage, whiten
+from rlx.errors import ConfigError
 
-def group_statistics(scores: Tensor, group_index: Tensor, valid: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """Per-group count, mean and population std of `scores` over valid samples, broadcast back to [N].
+STD = {"population": False, "unbiased": True}  # advantage.std: divide the variance by n, or by n − 1
 
+
+def unbiased_std(std: str, key: str = "advantage.std") -> bool:
+    if std not in STD:
+        raise ValueError(f"{key} must be one of {sorted(STD)} (got {std!r}); verl, TRL and OpenRLHF's GRPO use unbiased")
+    return STD[std]
+
+
+def group_statistics(scores: Tensor, group_index: Tensor, valid: Tensor,
+                     unbiased: bool) -> tuple[Tensor, Tensor, Tensor]:
+    """Per-group count, mean and std of `scores` over valid samples, broadcast back to [N].
+
+    The std is the population std (÷ n) or, with `unbiased`, ÷ (n − 1) (a group of one then has std 0).
     Groups are never pooled: each prompt's completions are compared only with each other.
     """
     k = int(group_index.max()) + 1
@@ -24,33 +38,67 @@ def group_statistics(scores: Tensor, group_index: Tensor, valid: Tensor) -> tupl
     total = torch.zeros(k, dtype=scores.dtype, device=scores.device).index_add_(0, group_index, scores * w)  # [K]
     mean = total / count.clamp(min=1)  # [K]
     sq = torch.zeros(k, dtype=scores.dtype, device=scores.device).index_add_(0, group_index, (scores - mean[group_index]) ** 2 * w)
-    std = (sq / count.clamp(min=1)).sqrt()  # [K] population std (÷ n, not n − 1)
+    std = (sq / (count - 1 if unbiased else count).clamp(min=1)).sqrt()  # [K]
     return count[group_index], mean[group_index], std[group_index]  # each [N]
 
 
-def group_norm_advantage(scores: Tensor, group_index: Tensor, valid: Tensor, eps: float) -> Tensor:
-    """GRPO (arXiv 2402.03300, §4.1.2): A_i = (r_i − mean(r_group)) / (std(r_group) + eps).
+def batch_std(scores: Tensor, valid: Tensor, unbiased: bool) -> Tensor:
+    """The std of `scores` over every valid sample of the batch (a scalar)."""
+    x = scores[valid]  # [M]
+    if x.numel() < 2:
+        return torch.zeros((), dtype=scores.dtype, device=scores.device)
+    return x.std(unbiased=unbiased)  # []
 
-    rlx's choices, pinned by tests: the std is the population std (the seed's example: rewards [1,0,1,0]
-    give ±1), eps = `eps` is added to the std (verl uses 1e-6, TRL 1e-4, OpenRLHF 1e-9); an all-equal group
-    gives exactly 0; a group with one valid sample gives 0 (TRL's choice; verl returns the raw score);
-    INFRA samples (valid = False) get 0 and do not enter their group's statistics.
+
+def group_norm_advantage(scores: Tensor, group_index: Tensor, valid: Tensor, eps: float, unbiased: bool,
+                         batch_scale: bool) -> Tensor:
+    """GRPO (arXiv 2402.03300, §4.1.2): A_i = (r_i − mean(r_group)) / (std(r_group) + eps); with
+    `batch_scale`, TRL's scale_rewards="batch": A_i = (r_i − mean(r_group)) / (std(r_batch) + eps).
+
+    rlx's choices, pinned by tests: the default std is the population std (the seed's example: rewards
+    [1,0,1,0] give ±1); `unbiased` gives verl / TRL / OpenRLHF's (n − 1) std. eps = `eps` is added to the std
+    (verl uses 1e-6, TRL 1e-4, OpenRLHF 1e-9); an all-equal group gives exactly 0; a group with one valid sample
+    gives 0 (TRL's choice; verl returns the raw score); INFRA samples (valid = False) get 0 and do not enter
+    their group's statistics.
     """
-    _, mean, std = group_statistics(scores, group_index, valid)  # [N] each
+    _, mean, std = group_statistics(scores, group_index, valid, unbiased)  # [N] each
+    if batch_scale:
+        std = batch_std(scores, valid, unbiased).expand_as(scores)  # [N]
     return torch.where(valid, (scores - mean) / (std + eps), torch.zeros_like(scores))  # [N]
+
+
+def component_norm_advantage(components: Tensor, weights: Tensor, group_index: Tensor, valid: Tensor, eps: float,
+                             unbiased: bool) -> Tensor:
+    """Normalise-then-sum for multi-component rewards (GDPO, arXiv 2601.05242; TRL's
+    multi_objective_aggregation="normalize_then_sum"):
+
+        Â^k_i = (r^k_i − mean_group(r^k)) / (std_group(r^k) + eps),   S_i = Σ_k w_k Â^k_i,
+        A_i = (S_i − mean_batch(S)) / (std_batch(S) + eps)
+
+    so a component with a small spread is not drowned by one with a large spread (summing first and then
+    normalising mixes them). INFRA samples get 0 and enter no statistics.
+
+    Args: components: [N, C]; weights: [C]. Returns: advantages [N].
+    """
+    per_component = torch.stack([group_norm_advantage(components[:, c], group_index, valid, eps, unbiased, False)
+                                 for c in range(components.shape[1])], dim=1)  # [N, C]
+    summed = (per_component * weights.to(per_component.dtype)).sum(-1)  # [N]
+    mean = summed[valid].mean() if valid.any() else summed.new_zeros(())  # []
+    adv = (summed - mean) / (batch_std(summed, valid, unbiased) + eps)  # [N]
+    return torch.where(valid, adv, torch.zeros_like(adv))  # [N]
 
 
 def group_mean_advantage(scores: Tensor, group_index: Tensor, valid: Tensor) -> Tensor:
     """Dr. GRPO (arXiv 2503.20783, §3.2): A_i = r_i − mean(r_group), no std division (removes the
     difficulty bias that up-weights nearly-solved and nearly-failed prompts)."""
-    _, mean, _ = group_statistics(scores, group_index, valid)  # [N]
+    _, mean, _ = group_statistics(scores, group_index, valid, False)  # [N]
     return torch.where(valid, scores - mean, torch.zeros_like(scores))  # [N]
 
 
 def rloo_advantage(scores: Tensor, group_index: Tensor, valid: Tensor) -> Tensor:
     """RLOO (Ahmadian et al. 2024): A_i = r_i − mean of the other n − 1 valid samples of the group
     = n/(n − 1) · (r_i − mean). A group with fewer than two valid samples gives 0."""
-    count, mean, _ = group_statistics(scores, group_index, valid)  # [N]
+    count, mean, _ = group_statistics(scores, group_index, valid, False)  # [N]
     scale = count / (count - 1).clamp(min=1)  # [N]
     adv = scale * (scores - mean)  # [N]
     return torch.where(valid & (count > 1), adv, torch.zeros_like(scores))  # [N]
@@ -71,40 +119,6 @@ def ema_update(average: float, count: int, batch_mean: float, decay: float) -> t
     """
     average = decay * average + (1.0 - decay) * batch_mean
     return average, average / (1.0 - decay ** (count + 1))
-
-
-def gae(token_rewards: Tensor, values: Tensor, mask: Tensor, gamma: float, lam: float) -> tuple[Tensor, Tensor]:
-    """Generalized Advantage Estimation (Schulman et al. 2016, arXiv 1506.02438, eq. 16), per token:
-
-        δ_t = r_t + γ·V_{t+1} − V_t,   A_t = Σ_l (γλ)^l δ_{t+l},   returns R_t = A_t + V_t
-
-    The episode ends at each completion's last token (V after it is 0). rlx's choice, pinned by a test:
-    advantages and returns are exactly 0 on padding (verl leaves non-zero values there).
-
-    Args: token_rewards, values, mask: [N, T] (mask 1 on completion tokens).
-    Returns: advantages [N, T], returns [N, T].
-    """
-    mask = mask.to(values.dtype)  # [N, T]
-    values = values * mask  # [N, T] V = 0 past the end, so the last token bootstraps from 0
-    next_value = torch.zeros_like(values[:, 0])  # [N]
-    running = torch.zeros_like(values[:, 0])  # [N]
-    advantages = torch.zeros_like(values)  # [N, T]
-    for t in reversed(range(values.shape[1])):
-        delta = token_rewards[:, t] + gamma * next_value - values[:, t]  # [N]
-        running = (delta + gamma * lam * running) * mask[:, t]  # [N] padding resets the sum
-        advantages[:, t] = running
-        next_value = values[:, t]
-    return advantages, (advantages + values) * mask  # [N, T], [N, T]
-
-
-def whiten(x: Tensor, mask: Tensor, eps: float = 1e-8) -> Tensor:
-    """(x − mean)/(std + eps) over masked entries; population std (÷ n, OpenRLHF's choice; verl's
-    masked_whiten uses n − 1). Padding stays 0."""
-    mask = mask.to(x.dtype)  # [N, T]
-    n = mask.sum().clamp(min=1)  # []
-    mean = (x * mask).sum() / n  # []
-    std = (((x - mean) ** 2 * mask).sum() / n).sqrt()  # []
-    return (x - mean) / (std + eps) * mask  # [N, T]
 
 
 def broadcast_to_tokens(per_sequence: Tensor, response_mask: Tensor) -> Tensor:
@@ -129,15 +143,20 @@ class Estimator:
 
 
 class GroupNorm(Estimator):
-    """advantage=group_norm (GRPO, DAPO)."""
+    """advantage=group_norm (GRPO, DAPO): `std` population|unbiased, `scale` group|batch (TRL's
+    scale_rewards)."""
 
     min_group_size = 2
 
-    def __init__(self, eps: float) -> None:
-        self.eps = eps
+    def __init__(self, eps: float, std: str, scale: str) -> None:
+        if scale not in ("group", "batch"):
+            raise ValueError(f"advantage.scale must be 'group' or 'batch' (got {scale!r}); 'batch' divides by the "
+                             "std of the whole batch (TRL's scale_rewards='batch')")
+        self.eps, self.unbiased, self.batch_scale = eps, unbiased_std(std), scale == "batch"
 
     def __call__(self, batch) -> tuple[Tensor, None]:
-        adv = group_norm_advantage(batch.returns_per_sequence(), batch.group_index, batch.valid, self.eps)
+        adv = group_norm_advantage(batch.returns_per_sequence(), batch.group_index, batch.sample_mask, self.eps,
+                                   self.unbiased, self.batch_scale)  # [N]
         return broadcast_to_tokens(adv, batch.response_mask), None
 
 
@@ -147,7 +166,7 @@ class GroupMean(Estimator):
     min_group_size = 2
 
     def __call__(self, batch) -> tuple[Tensor, None]:
-        adv = group_mean_advantage(batch.returns_per_sequence(), batch.group_index, batch.valid)
+        adv = group_mean_advantage(batch.returns_per_sequence(), batch.group_index, batch.sample_mask)
         return broadcast_to_tokens(adv, batch.response_mask), None
 
 
@@ -157,8 +176,42 @@ class LeaveOneOut(Estimator):
     min_group_size = 2
 
     def __call__(self, batch) -> tuple[Tensor, None]:
-        adv = rloo_advantage(batch.returns_per_sequence(), batch.group_index, batch.valid)
+        adv = rloo_advantage(batch.returns_per_sequence(), batch.group_index, batch.sample_mask)
         return broadcast_to_tokens(adv, batch.response_mask), None
+
+
+class ComponentNorm(Estimator):
+    """advantage=component_norm (GDPO / TRL's normalize_then_sum): `components` names reward components (keys of
+    the reward's Verdict.components), `weights` their weights in the sum. The components are used as the reward
+    returns them: reward shaping and a KL penalty in the reward do not reach them (the start-up checks refuse
+    both)."""
+
+    min_group_size = 2
+    reads_token_rewards = False
+
+    def __init__(self, components: list[str], weights: list[float], eps: float, std: str) -> None:
+        if not components or len(weights) != len(components):
+            raise ValueError(f"advantage.components and advantage.weights must be non-empty and of equal length "
+                             f"(got {list(components)}, {list(weights)})")
+        self.components, self.weights = list(components), [float(w) for w in weights]
+        self.eps, self.unbiased = eps, unbiased_std(std)
+
+    def __call__(self, batch) -> tuple[Tensor, None]:
+        scores = component_scores(batch, self.components)  # [N, C]
+        weights = torch.tensor(self.weights, dtype=scores.dtype, device=scores.device)  # [C]
+        adv = component_norm_advantage(scores, weights, batch.group_index, batch.sample_mask, self.eps,
+                                       self.unbiased)  # [N]
+        return broadcast_to_tokens(adv, batch.response_mask), None
+
+
+def component_scores(batch, names: list[str]) -> Tensor:
+    """[N, C] the reward components `names` of the batch, or a ConfigError naming the ones it lacks."""
+    missing = [name for name in names if name not in batch.components]
+    if missing:
+        raise ConfigError(
+            f"advantage.components={names} names {missing}, which this reward does not return "
+            f"(it returns {sorted(batch.components)}). Set advantage.components to some of those")
+    return torch.stack([batch.components[name] for name in names], dim=1).to(torch.float32)  # [N, C]
 
 
 class RunningMean(Estimator):
@@ -171,10 +224,10 @@ class RunningMean(Estimator):
         self.average, self.baseline, self.count = 0.0, 0.0, 0
 
     def __call__(self, batch) -> tuple[Tensor, None]:
-        scores = batch.returns_per_sequence()  # [N]
-        adv = running_mean_advantage(scores, batch.valid, self.baseline)  # [N] baseline from earlier batches
-        if batch.valid.any():
-            self.average, self.baseline = ema_update(self.average, self.count, float(scores[batch.valid].mean()),
+        scores, valid = batch.returns_per_sequence(), batch.sample_mask  # [N], [N]
+        adv = running_mean_advantage(scores, valid, self.baseline)  # [N] baseline from earlier batches
+        if valid.any():
+            self.average, self.baseline = ema_update(self.average, self.count, float(scores[valid].mean()),
                                                      self.decay)
             self.count += 1
         return broadcast_to_tokens(adv, batch.response_mask), None
@@ -191,13 +244,39 @@ class GAE(Estimator):
 
     needs_critic = True
 
-    def __init__(self, gamma: float, lam: float, whiten: bool) -> None:
+    def __init__(self, gamma: float, lam: float, whiten: bool, std: str) -> None:
         if not (0 <= gamma <= 1 and 0 <= lam <= 1):
             raise ValueError(f"advantage.gamma and advantage.lam must be in [0, 1] (got {gamma}, {lam})")
-        self.gamma, self.lam, self.whiten = gamma, lam, whiten
+        self.gamma, self.lam, self.whiten, self.unbiased = gamma, lam, whiten, unbiased_std(std)
 
     def __call__(self, batch) -> tuple[Tensor, Tensor]:
-        mask = batch.response_mask * batch.valid[:, None]  # [N, T]
+        mask = batch.loss_mask()  # [N, T]
         adv, returns = gae(batch.token_rewards, batch.values, mask, self.gamma, self.lam)  # [N, T] each
         # Whitening is per batch (PPO's reference implementations); the value targets keep the raw scale.
-        return (whiten(adv, mask) if self.whiten else adv), returns
+        return (whiten(adv, mask, self.unbiased) if self.whiten else adv), returns
+
+
+class ReinforcePP(Estimator):
+    """advantage=reinforce_pp (REINFORCE++): discounted token returns whitened over the batch; no group."""
+
+    def __init__(self, gamma: float, std: str) -> None:
+        if not 0 <= gamma <= 1:
+            raise ValueError(f"advantage.gamma must be in [0, 1] (got {gamma})")
+        self.gamma, self.unbiased = gamma, unbiased_std(std)
+
+    def __call__(self, batch) -> tuple[Tensor, None]:
+        return reinforce_pp_advantage(batch.token_rewards, batch.loss_mask(), self.gamma, self.unbiased), None
+
+
+class ReinforcePPBaseline(Estimator):
+    """advantage=reinforce_pp_baseline (REINFORCE++-baseline): group-centred returns whitened over the batch."""
+
+    min_group_size = 2
+
+    def __init__(self, std: str) -> None:
+        self.unbiased = unbiased_std(std)
+
+    def __call__(self, batch) -> tuple[Tensor, None]:
+        adv = reinforce_pp_baseline_advantage(batch.token_rewards, batch.loss_mask(), batch.group_index,
+                                              batch.sample_mask, self.unbiased)  # [N, T]
+        return adv, None

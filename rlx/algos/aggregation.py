@@ -1,12 +1,19 @@
 """Loss aggregation: the single place where a per-token loss matrix [N, T] becomes a scalar.
 
-Which tokens weigh how much is exactly where GRPO, Dr. GRPO and DAPO differ (verl's `agg_loss` modes):
-- `token_mean`: Σ loss / Σ tokens over the whole batch (DAPO, §3.3: long answers are not down-weighted);
-- `seq_mean_token_mean`: each sequence's token mean, then the mean over sequences (GRPO, eq. 3);
-- `seq_sum_constant`: each sequence's token sum ÷ a constant, then the mean over sequences (Dr. GRPO,
-  §3.2, with the constant = the max completion length). rlx divides by the number of sequences too, as TRL's
-  `dr_grpo` does (verl divides by the constant only: a factor of N apart, which only rescales the lr).
-Sequences without any response token are skipped, not counted as zeros.
+Each mode is a function of the *minibatch's* mask that returns per-token weights [N, T]; the loss is
+Σ_{i,t} w_{i,t}·L_{i,t}. The weights are computed once per minibatch, before it is split into micro-batches, and
+a micro-batch only ever sees its rows of them: the sum over micro-batches is then exactly the minibatch's loss,
+and a per-micro-batch normaliser (the classic gradient-accumulation bug) cannot be written. The modes are where
+GRPO, Dr. GRPO and DAPO differ (verl's `agg_loss` modes):
+
+- `token_mean`: w = m / Σ m over the whole minibatch (DAPO, §3.3: long answers are not down-weighted);
+- `seq_mean_token_mean`: w = m_i,t / (|y_i| · S), S = sequences with a token (GRPO, eq. 3);
+- `seq_sum_constant`: w = m_i,t / (C · S), each sequence's token sum ÷ a constant C, then the mean over
+  sequences (Dr. GRPO, §3.2, with C = the max completion length). rlx divides by S too, as TRL's `dr_grpo` does
+  (verl divides by C only: a factor of S apart, which only rescales the lr).
+
+Sequences without any response token get weight 0 and are not counted (not averaged in as zeros).
+Shapes: N sequences of the minibatch, T completion tokens.
 """
 
 from __future__ import annotations
@@ -14,19 +21,24 @@ from __future__ import annotations
 from torch import Tensor
 
 
-def token_mean(loss: Tensor, mask: Tensor) -> Tensor:
-    return (loss * mask).sum() / mask.sum().clamp(min=1)  # []
+def token_mean(mask: Tensor) -> Tensor:
+    mask = mask.float() if not mask.is_floating_point() else mask  # [N, T]
+    return mask / mask.sum().clamp(min=1)  # [N, T]
 
 
-def seq_mean_token_mean(loss: Tensor, mask: Tensor) -> Tensor:
-    tokens = mask.sum(-1)  # [N]
-    per_seq = (loss * mask).sum(-1) / tokens.clamp(min=1)  # [N]
-    has_tokens = (tokens > 0).to(loss.dtype)  # [N]
-    return (per_seq * has_tokens).sum() / has_tokens.sum().clamp(min=1)  # []
+def seq_mean_token_mean(mask: Tensor) -> Tensor:
+    mask = mask.float() if not mask.is_floating_point() else mask  # [N, T]
+    tokens = mask.sum(-1, keepdim=True)  # [N, 1]
+    sequences = (tokens > 0).sum().clamp(min=1)  # []
+    return mask / tokens.clamp(min=1) / sequences  # [N, T]
 
 
-def seq_sum_constant(loss: Tensor, mask: Tensor, constant: float) -> Tensor:
-    tokens = mask.sum(-1)  # [N]
-    per_seq = (loss * mask).sum(-1) / constant  # [N]
-    has_tokens = (tokens > 0).to(loss.dtype)  # [N]
-    return (per_seq * has_tokens).sum() / has_tokens.sum().clamp(min=1)  # []
+def seq_sum_constant(mask: Tensor, constant: float) -> Tensor:
+    mask = mask.float() if not mask.is_floating_point() else mask  # [N, T]
+    sequences = (mask.sum(-1) > 0).sum().clamp(min=1)  # []
+    return mask / (constant * sequences)  # [N, T]
+
+
+def aggregate(loss: Tensor, weights: Tensor) -> Tensor:
+    """Σ w·L: the aggregated loss of the rows `weights` covers (weights from one of the modes above)."""
+    return (loss * weights).sum()  # []

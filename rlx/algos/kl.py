@@ -5,9 +5,17 @@ Divergence", 2020), with log q = log π_ref − log π_θ evaluated on tokens sa
 
 rlx clamps log q to ±20 before the exponential in k3 only, so a far-off token cannot overflow to inf
 (verl also clamps the output at 10; TRL clamps nothing). Inside ±20 the gradient is exact.
+
+The `kl` config group picks an estimator and where the penalty goes (`kl.placement`):
+- `loss`: + β · aggregate(KL(π_θ ‖ π_ref)) is added to the loss, with the policy loss's aggregation (GRPO);
+- `reward`: −β · KL(π_old ‖ π_ref) per token is added to the reward before advantages (PPO / InstructGPT,
+  REINFORCE++), with π_old the sampling policy.
+`kl=none` has no estimator: no reference model is ever loaded, and β > 0 is refused at start.
 """
 
 from __future__ import annotations
+
+from typing import Callable
 
 import torch
 from torch import Tensor
@@ -24,3 +32,35 @@ def k2(logp: Tensor, ref_logp: Tensor) -> Tensor:
 def k3(logp: Tensor, ref_logp: Tensor) -> Tensor:
     log_q = (ref_logp - logp).clamp(-20.0, 20.0)  # [N, T]
     return torch.exp(log_q) - 1.0 - log_q  # [N, T]
+
+
+PLACEMENTS = ("loss", "reward")
+
+
+class KL:
+    """kl=k1|k2|k3: a per-token estimator and its placement."""
+
+    def __init__(self, estimator: Callable[[Tensor, Tensor], Tensor], placement: str) -> None:
+        if placement not in PLACEMENTS:
+            raise ValueError(f"kl.placement must be one of {PLACEMENTS} (got {placement!r})")
+        self.estimator, self.placement = estimator, placement
+
+    @property
+    def in_reward(self) -> bool:
+        return self.placement == "reward"
+
+    def __call__(self, logp: Tensor, ref_logp: Tensor) -> Tensor:
+        return self.estimator(logp, ref_logp)  # [N, T]
+
+
+class NoKL:
+    """kl=none: no KL term and no reference model. It takes `placement` like the estimators, so a preset that
+    places its KL in the reward can still be run with kl=none; without an estimator the placement is unused."""
+
+    estimator = None
+    in_reward = False
+
+    def __init__(self, placement: str) -> None:
+        if placement not in PLACEMENTS:
+            raise ValueError(f"kl.placement must be one of {PLACEMENTS} (got {placement!r})")
+        self.placement = placement

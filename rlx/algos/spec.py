@@ -1,7 +1,9 @@
-"""The `algo` node: one preset composes the axes (policy loss, aggregation, KL, reward shaping, critic,
-update schedule).
+"""The `algo` node: one preset composes the axes (policy loss, aggregation, KL — each its own config group —
+reward shaping, critic, update schedule).
 
-Every field is a key of `conf/algo/<preset>.yaml`; the advantage estimator is its own config group.
+Every field is a key of `conf/algo/<preset>.yaml` (`conf/algo/_base.yaml` holds the shared ones); the
+advantage estimator, policy loss, aggregation and KL are the top-level groups `advantage`, `policy_loss`,
+`aggregate` and `kl`, which each preset picks in its defaults list and the command line can swap.
 """
 
 from __future__ import annotations
@@ -15,23 +17,30 @@ class Algorithm:
     name: str
     group_size: int  # completions per prompt (G)
     prompts_per_step: int  # prompts per RL step; the batch is prompts_per_step × group_size completions
-    epsilon: float  # clip range below 1 (and above, unless epsilon_high differs)
+    epsilon: float  # clip range below 1 (and above, unless epsilon_high differs); read by the policy_loss node
     epsilon_high: float  # clip range above 1 (DAPO's clip-higher when > epsilon)
-    beta: float  # KL weight (in the loss, or per token in the reward when kl_in_reward)
-    reference: bool  # allow a frozen copy of the starting policy; it is loaded only when beta > 0 (false + beta > 0 fails)
-    kl: Callable  # per-token estimator (rlx.algos.kl.k1/k2/k3)
-    kl_in_reward: bool  # True: −β·KL per token is added to the reward; False: β·KL is added to the loss
-    policy_loss: Callable  # (logp, old_logp, advantages) -> (loss [N, T], clipped [N, T])
-    aggregate: Callable  # (loss [N, T], mask [N, T]) -> scalar
+    beta: float  # KL weight (in the loss, or per token in the reward: kl.placement)
+    kl: Any  # rlx.algos.kl.KL (estimator + placement) or NoKL (the `kl` group)
+    policy_loss: Callable  # (logp, old_logp, advantages, mask) -> PolicyLoss (the `policy_loss` group)
+    aggregate: Callable  # mask [N, T] -> aggregation weights [N, T] (the `aggregate` group)
     update_epochs: int  # μ: passes over each batch
     minibatches: int  # optimiser steps per pass
+    micro_batch_size: int | None  # sequences per forward/backward (null: the whole minibatch)
+    micro_batch_tokens: int | None  # token budget per micro-batch, grouping sequences by length (null: off)
+    generation_batch_size: int | None  # sequences generated at once (read by the rollout; null: all)
+    max_skipped_updates: int  # non-finite updates in a row before the run stops
     max_grad_norm: float
     temperature: float  # sampling temperature (log-probs are computed at the same temperature)
     optimizer: Callable  # partial: params -> torch optimizer
     lr_schedule: Callable  # partial: (optimizer, total_steps) -> LR scheduler
-    shaping: Callable  # rlx.algos.shaping.RewardShaping: batch -> (shaped rewards [N], valid [N])
+    shaping: Callable  # rlx.algos.shaping.RewardShaping: batch -> (shaped rewards [N], sample mask [N])
     critic: Any  # rlx.models.critic.Critic (PPO's value network) or None
 
     @property
     def uses_reference(self) -> bool:
-        return self.reference and self.beta > 0
+        """A frozen reference is loaded and used: a KL estimator is chosen and β > 0."""
+        return self.kl.estimator is not None and self.beta > 0
+
+    @property
+    def updates_per_batch(self) -> int:
+        return self.update_epochs * self.minibatches

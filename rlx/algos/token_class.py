@@ -14,8 +14,7 @@ import re
 import torch
 from torch import Tensor
 
-from rlx.algos.advantages import Estimator, group_mean_advantage, group_norm_advantage
-from rlx.errors import ConfigError
+from rlx.algos.advantages import Estimator, component_scores, group_mean_advantage, group_norm_advantage
 
 
 def token_class_advantage(class_scores: Tensor, token_class: Tensor, response_mask: Tensor, group_index: Tensor,
@@ -35,7 +34,7 @@ def token_class_advantage(class_scores: Tensor, token_class: Tensor, response_ma
     for c in range(class_scores.shape[1]):
         r = class_scores[:, c]  # [N]
         adv = (group_mean_advantage(r, group_index, valid) if std_eps is None
-               else group_norm_advantage(r, group_index, valid, std_eps))  # [N]
+               else group_norm_advantage(r, group_index, valid, std_eps, False, False))  # [N]
         per_class.append(adv)
     per_class = torch.stack(per_class, dim=1)  # [N, C]
     classes = token_class.clamp(0, class_scores.shape[1] - 1)  # [N, T] padding holds any index
@@ -105,12 +104,7 @@ class TokenClass(Estimator):
         return out  # [N, T]
 
     def __call__(self, batch) -> tuple[Tensor, None]:
-        missing = [name for name in self.components if name not in batch.components]
-        if missing:
-            raise ConfigError(
-                f"advantage.components={self.components} names {missing}, which this reward does not return "
-                f"(it returns {sorted(batch.components)}). Set advantage.components to one of those per class")
-        scores = torch.stack([batch.components[name] for name in self.components], dim=1).to(torch.float32)  # [N, C]
+        scores = component_scores(batch, self.components)  # [N, C]
         adv = token_class_advantage(scores, self.token_classes(batch), batch.response_mask, batch.group_index,
-                                    batch.valid, self.std_eps)  # [N, T]
+                                    batch.sample_mask, self.std_eps)  # [N, T]
         return adv, None

@@ -32,7 +32,7 @@ class ValueModel(nn.Module):
         hidden = self.body(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
                            use_cache=False).last_hidden_state  # [N, P + T, H]
         state = hidden[:, -response_width - 1 : -1]  # [N, T, H] position P + t − 1 has seen (x, y<t)
-        return self.head(state.float()).squeeze(-1)  # [N, T]
+        return self.head(state.to(self.head.weight.dtype)).squeeze(-1)  # [N, T] (a float32 head on a bf16 body)
 
 
 class Critic:

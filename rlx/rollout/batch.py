@@ -6,7 +6,7 @@ Completions are right-aligned after left-padded prompts, so every completion tok
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 import torch
 from torch import Tensor
@@ -25,16 +25,23 @@ class RolloutBatch:
     completions: list[str] = field(default_factory=list)
     statuses: list[str] = field(default_factory=list)
     components: dict[str, Tensor] = field(default_factory=dict)  # name -> [N]
+    # Filled by rlx.update.prepare (as a new batch, dataclasses.replace: no field changes meaning in place):
+    sample_mask: Tensor | None = None  # [N] bool, trained samples: valid and not removed by reward shaping
+    scores: Tensor | None = None  # [N] shaped rewards (clipped, length-penalised) of the trained samples, else 0
     old_logp: Tensor | None = None  # [N, T] under the sampling policy (None when it equals the first update's)
-    ref_logp: Tensor | None = None  # [N, T] under the frozen reference (None when beta = 0)
+    ref_logp: Tensor | None = None  # [N, T] under the frozen reference (None when no reference is used)
     values: Tensor | None = None  # [N, T] critic estimates (None without a critic)
-    token_rewards: Tensor | None = None  # [N, T] reward at the last token, minus a per-token KL penalty if any
+    token_rewards: Tensor | None = None  # [N, T] score at the last token, minus a per-token KL penalty if any
     advantages: Tensor | None = None  # [N, T]
     returns: Tensor | None = None  # [N, T] value targets (critic only)
 
     @property
     def response_width(self) -> int:
         return self.response_mask.shape[1]
+
+    def loss_mask(self) -> Tensor:
+        """[N, T] float: completion tokens of the trained samples (what the loss and the advantages see)."""
+        return self.response_mask.float() * self.sample_mask[:, None]  # [N, T]
 
     def returns_per_sequence(self) -> Tensor:
         """Σ_t token reward: the sequence reward, less any KL penalty placed in the reward."""
@@ -53,15 +60,7 @@ class RolloutBatch:
                 out[f.name] = {k: v[rows] for k, v in value.items()}
             else:
                 out[f.name] = value
-        return RolloutBatch(**out)
-
-    def to(self, device) -> "RolloutBatch":
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, Tensor):
-                setattr(self, f.name, value.to(device))
-        self.components = {k: v.to(device) for k, v in self.components.items()}
-        return self
+        return replace(self, **out)
 
 
 def concat(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:

@@ -1,9 +1,8 @@
-"""Sampling completions with the KV cache, and reading their log-probs back without a full log-softmax."""
+"""Sampling completions with the KV cache (their log-probs are read back by rlx.rollout.logprobs)."""
 
 from __future__ import annotations
 
 import torch
-from torch import Tensor
 
 
 @torch.no_grad()
@@ -37,25 +36,3 @@ def generate(model, tokenizer, prompts: list[str], max_new_tokens: int, temperat
         tokens = [tok for tok, keep in zip(row, mask) if keep and tok != tokenizer.eos_token_id]
         texts.append(tokenizer.decode(tokens, skip_special_tokens=False))
     return input_ids, attention_mask, response_mask, truncated, texts
-
-
-def selective_log_softmax(logits: Tensor, targets: Tensor, chunk_rows: int = 8) -> Tensor:
-    """log softmax(logits)[targets] for logits [N, T, V], targets [N, T] → [N, T], computed a few rows at a
-    time so no full [N, T, V] log-softmax is ever materialised next to the logits."""
-    out = []
-    for start in range(0, logits.shape[0], chunk_rows):
-        block = logits[start : start + chunk_rows]  # [n, T, V]
-        picked = block.gather(-1, targets[start : start + chunk_rows, :, None]).squeeze(-1)  # [n, T]
-        out.append(picked - torch.logsumexp(block, dim=-1))  # [n, T]
-    return torch.cat(out)  # [N, T]
-
-
-def sequence_logprobs(model, input_ids: Tensor, attention_mask: Tensor, response_width: int,
-                      temperature: float) -> Tensor:
-    """log π(y_t | x, y<t) of each completion token [N, T], one forward pass, logits only for the
-    completion positions (`logits_to_keep`)."""
-    position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)  # [N, P + T] matches generate's positions
-    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                logits_to_keep=response_width + 1, use_cache=False)
-    logits = out.logits[:, :-1].float() / temperature  # [N, T, V] position t predicts completion token t
-    return selective_log_softmax(logits, input_ids[:, -response_width:])  # [N, T]

@@ -1,5 +1,5 @@
-"""All five presets through the CLI in one sweep (shrunk to seconds), PPO resume with its critic, and an
-incompatible combination failing at start with the fix."""
+"""Every preset through the CLI in one sweep (shrunk to seconds), PPO resume with its critic, the clip acting in
+the default preset (ε changes the run), and an incompatible combination failing at start with the fix."""
 
 from __future__ import annotations
 
@@ -11,14 +11,17 @@ import sys
 
 import pytest
 
+from rlx.checks import build_node
 from tests.conftest import FAST_MODEL, REPO
 
 pytestmark = pytest.mark.slow
 
 SHORT = ["trainer.val_check_interval=2", "algo.prompts_per_step=4", "data.val_size=64",
          "trainer.callbacks.0.every_n_train_steps=2", "samples_every=2"]
-EVERY_VARIANT = ["loss/policy", "loss/clipfrac", "loss/approx_kl", "adv/mean", "adv/std", "reward/zero_std_frac",
-                 "rollout/length_mean"]
+EVERY_VARIANT = ["loss/policy", "loss/clipfrac", "loss/clipfrac_low", "loss/clipfrac_high", "loss/approx_kl",
+                 "loss/approx_kl_k1", "loss/approx_kl_k3", "policy/entropy", "adv/mean", "adv/std",
+                 "reward/zero_std_frac", "rollout/length_mean", "train/skipped_updates"]
+PRESETS = sorted(p.stem for p in (REPO / "conf" / "algo").glob("*.yaml") if not p.stem.startswith("_"))
 
 
 def rlx(args, cache, check=True):
@@ -30,22 +33,29 @@ def rlx(args, cache, check=True):
     return proc
 
 
+def rows(run_dir):
+    with (run_dir / "metrics.csv").open() as handle:
+        return list(csv.DictReader(handle))
+
+
 def columns(run_dir):
     with (run_dir / "metrics.csv").open() as handle:
         return set(csv.DictReader(handle).fieldnames)
 
 
-def test_sweep_of_all_five_presets_then_resume_ppo(tmp_path, test_cache):
+def test_sweep_of_every_preset_then_resume_ppo(tmp_path, test_cache):
     sweep = tmp_path / "sweep"
-    rlx(["-m", "algo=ppo,grpo,dr_grpo,dapo,reinforce", *FAST_MODEL, *SHORT, "trainer.max_steps=2",
+    rlx(["-m", "algo=glob(*,exclude=_*)", *FAST_MODEL, *SHORT, "trainer.max_steps=2",
          f"hydra.sweep.dir={sweep}", "hydra.sweep.subdir=${algo.name}"], test_cache)
-    for algo in ("ppo", "grpo", "dr_grpo", "dapo", "reinforce"):
+    assert sorted(p.name for p in sweep.iterdir() if p.is_dir()) == PRESETS  # _base is not run
+    for algo in PRESETS:
         summary = json.loads((sweep / algo / "summary.json").read_text())
         assert summary["steps"] == 2, algo
         cols = columns(sweep / algo)
         assert set(EVERY_VARIANT) <= cols, (algo, set(EVERY_VARIANT) - cols)
         assert ("loss/value" in cols) == (algo == "ppo")
-        assert ("loss/kl" in cols) == (algo == "grpo")  # the only preset that loads a reference model
+        # the presets with β > 0 load a reference model and log their KL to it
+        assert ("loss/kl" in cols) == (algo in ("grpo", "reinforce_pp")), algo
     ckpt = sweep / "ppo" / "checkpoints" / "last.ckpt"
     resumed = tmp_path / "ppo-resumed"
     rlx(["algo=ppo", *FAST_MODEL, *SHORT, "trainer.max_steps=3", f"ckpt_path={ckpt}", f"hydra.run.dir={resumed}"],
@@ -53,9 +63,36 @@ def test_sweep_of_all_five_presets_then_resume_ppo(tmp_path, test_cache):
     assert json.loads((resumed / "summary.json").read_text())["steps"] == 3
 
 
+# A warm start that earns some reward (the tests' FAST_MODEL earns none, so every advantage would be 0)
+LEARNING_MODEL = ["model.warm_start.steps=150", "model.warm_start.corpus_size=2000", "data.warm_start_min_match=0",
+                  "model.warm_start.max_attempts=1"]
+
+
+def test_epsilon_changes_the_default_run_and_the_clip_acts(tmp_path, test_cache, cfg_factory):
+    # issue 11: the default preset updates off-policy within a step, so two runs that differ only in ε log
+    # different losses on the same rollouts, and the clip takes the gradient of some tokens away
+    # two separate processes with the warm start cached first, so both start from the same RNG state (a
+    # multirun's later jobs, or a run that trains its warm start, start from another one today)
+    cfg = cfg_factory(*LEARNING_MODEL, *[a for a in SHORT if a.startswith("data.")], f"model.cache_dir={test_cache}")
+    build_node(cfg, "model")(build_node(cfg, "data"))
+    for eps in ("0.05", "0.2"):
+        rlx([f"algo.epsilon={eps}", *LEARNING_MODEL, *SHORT, "algo.prompts_per_step=8", "trainer.max_steps=3",
+             f"hydra.run.dir={tmp_path / eps}"], test_cache)
+    small, large = ([r for r in rows(tmp_path / eps) if r["loss/policy"]] for eps in ("0.05", "0.2"))
+    assert len(small) == len(large) == 3
+    assert small[0]["reward/mean"] == large[0]["reward/mean"]  # the same first batch ...
+    assert float(small[0]["adv/std"]) > 0  # ... with a learning signal
+    assert small[0]["loss/policy"] != large[0]["loss/policy"]  # ... gives different losses under different ε
+    assert float(small[0]["loss/clipfrac"]) > float(large[0]["loss/clipfrac"]) > 0  # a tighter clip clips more
+    for run in (small, large):
+        for row in run:
+            clipfrac = float(row["loss/clipfrac"])
+            assert abs(clipfrac - float(row["loss/clipfrac_low"]) - float(row["loss/clipfrac_high"])) < 1e-6
+
+
 def test_incompatible_combination_fails_at_start(tmp_path, test_cache):
     proc = rlx(["algo=dapo", "algo.beta=0.1", f"hydra.run.dir={tmp_path / 'bad'}"], test_cache, check=False)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
-    assert "Set algo.reference=true, or algo.beta=0" in proc.stdout + proc.stderr
+    assert "Set kl=k3 (or k1, k2), or algo.beta=0" in proc.stdout + proc.stderr
     proc = rlx(["algo=grpo", "advantage=gae", f"hydra.run.dir={tmp_path / 'bad2'}"], test_cache, check=False)
     assert proc.returncode != 0 and "use algo=ppo" in proc.stdout + proc.stderr

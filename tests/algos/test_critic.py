@@ -5,13 +5,6 @@ import lightning.pytorch as pl
 import pytest
 import torch
 
-from rlx.algos.advantages import GAE
-from rlx.algos.aggregation import token_mean
-from rlx.algos.kl import k1
-from rlx.algos.losses import ClippedRatio
-from rlx.algos.schedules import constant
-from rlx.algos.shaping import RewardShaping
-from rlx.algos.spec import Algorithm
 from rlx.algos.value import clipped_value_loss
 from rlx.curriculum.uniform import UniformSampler
 from rlx.data.arithmetic import ArithmeticTask
@@ -20,6 +13,7 @@ from rlx.models.tiny import build_tiny_llama
 from rlx.models.tokenizer import build_char_tokenizer
 from rlx.module import RLModule
 from rlx.rewards.base import Status, Verdict
+from tests.algos.helpers import compose_algo
 
 
 class FirstCharBelowM:
@@ -69,28 +63,27 @@ def test_value_of_token_t_sees_only_the_prompt_and_earlier_tokens(tiny):
     assert all(not p.data_ptr() == q.data_ptr() for p in critic.parameters() for q in policy.parameters())
 
 
-def ppo_module(tiny):
+def ppo_module(tiny, cfg_factory):
     tok, policy = tiny
-    algo = Algorithm(
-        name="ppo", group_size=1, prompts_per_step=8, epsilon=0.2, epsilon_high=0.2, beta=0.0, reference=False,
-        kl=k1, kl_in_reward=True, policy_loss=ClippedRatio(0.2, 0.2), aggregate=token_mean, update_epochs=2,
-        minibatches=2, max_grad_norm=1.0, temperature=1.0, optimizer=lambda p: torch.optim.AdamW(p, lr=1e-3),
-        lr_schedule=constant, shaping=RewardShaping(None, None, None, None, False), critic=critic_settings(),
-    )
+    algo, advantage = compose_algo(cfg_factory, "algo=ppo", "algo.prompts_per_step=8", "algo.minibatches=2",
+                                   "algo.optimizer.lr=1e-3", "algo.critic.optimizer.lr=1e-2")
     task = ArithmeticTask(10, 20, 10, 0, 0.5, 4, warm_start_min_match=0.0, warm_start_plateau_loss=None)
     critic = algo.critic.build(policy)
-    return RLModule(policy, tok, task, FirstCharBelowM(), GAE(1.0, 0.95, True), algo, UniformSampler(0),
-                    critic=critic)
+    return RLModule(policy, tok, task, FirstCharBelowM(), advantage, algo, UniformSampler(0), critic=critic)
 
 
-def test_ppo_step_trains_the_critic_and_checkpoints_it(tiny, tmp_path):
-    module = ppo_module(tiny)
+def test_ppo_step_trains_the_critic_and_checkpoints_it(tiny, tmp_path, cfg_factory):
+    module = ppo_module(tiny, cfg_factory)
     head_before = module.critic.head.weight.detach().clone()
     trainer = pl.Trainer(max_steps=2, logger=False, enable_checkpointing=False, limit_val_batches=0,
                          num_sanity_val_steps=0, enable_progress_bar=False, enable_model_summary=False,
                          accelerator="cpu")
     trainer.fit(module)
     assert trainer.global_step == 2  # one global step per RL step, although 2x2 policy and critic steps ran
+    # every update reached the optimisers (2 RL steps × 2 epochs × 2 minibatches), the counting step none
+    policy_opt, critic_opt = trainer.optimizers
+    assert {int(s["step"]) for s in policy_opt.state.values()} == {8}
+    assert {int(s["step"]) for s in critic_opt.state.values()} == {8}
     assert not torch.equal(module.critic.head.weight, head_before)  # the value head learnt (it starts at 0)
     assert "loss/value" in trainer.logged_metrics
     path = tmp_path / "ppo.ckpt"
@@ -98,6 +91,6 @@ def test_ppo_step_trains_the_critic_and_checkpoints_it(tiny, tmp_path):
     ckpt = torch.load(path, weights_only=False)
     assert any(k.startswith("critic.") for k in ckpt["state_dict"])
     assert len(ckpt["optimizer_states"]) == 2  # the policy's and the critic's AdamW
-    fresh = ppo_module(tiny)
+    fresh = ppo_module(tiny, cfg_factory)
     fresh.load_state_dict(ckpt["state_dict"])
     torch.testing.assert_close(fresh.critic.head.weight, module.critic.head.weight)

@@ -1,8 +1,11 @@
 """GAE against a plain loop and hand-computed numbers; whitening; the running-mean baseline."""
 
+from dataclasses import replace
+
 import torch
 
-from rlx.algos.advantages import ema_update, gae, running_mean_advantage, whiten
+from rlx.algos.advantages import ema_update, running_mean_advantage
+from rlx.algos.returns import gae, whiten
 
 
 def gae_loop(rewards, values, lengths, gamma, lam):
@@ -63,7 +66,7 @@ def test_whiten_uses_masked_population_statistics():
     # masked entries [1, 2, 3, 6]: mean 3, population variance (4 + 1 + 0 + 9)/4 = 3.5
     x = torch.tensor([[1.0, 2.0, 100.0], [3.0, 6.0, -100.0]])
     mask = torch.tensor([[1, 1, 0], [1, 1, 0]])
-    out = whiten(x, mask, eps=0.0)
+    out = whiten(x, mask, False, eps=0.0)
     s = 3.5 ** 0.5
     torch.testing.assert_close(out, torch.tensor([[-2 / s, -1 / s, 0.0], [0.0, 3 / s, 0.0]]))
 
@@ -86,9 +89,9 @@ def test_running_mean_adapter_uses_only_earlier_batches_and_resumes():
 
     def batch(rewards):
         b = make_batch([2] * len(rewards), [False] * len(rewards), rewards)
-        b.token_rewards = torch.zeros(len(rewards), 2)
-        b.token_rewards[:, 1] = torch.tensor(rewards)
-        return b
+        token_rewards = torch.zeros(len(rewards), 2)
+        token_rewards[:, 1] = torch.tensor(rewards)
+        return replace(b, token_rewards=token_rewards, sample_mask=b.valid)
 
     est = RunningMean(decay=0.5)
     adv, _ = est(batch([1.0, 0.0]))  # first batch: no earlier batch, baseline 0 -> A = r

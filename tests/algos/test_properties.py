@@ -6,23 +6,25 @@ import math
 
 import torch
 
-from rlx.algos.advantages import group_mean_advantage, group_norm_advantage, rloo_advantage
-from rlx.algos.aggregation import seq_mean_token_mean, seq_sum_constant, token_mean
+from rlx.algos.advantages import component_norm_advantage, group_mean_advantage, group_norm_advantage, rloo_advantage
+from rlx.algos.aggregation import aggregate, seq_mean_token_mean, seq_sum_constant, token_mean
 from rlx.algos.kl import k1, k2, k3
-from rlx.algos.losses import clipped_surrogate, reinforce_loss
+from rlx.algos.losses import ClippedRatio, ClippedWeight, DualClip, SequenceRatio, clipped_surrogate, reinforce_loss
+from rlx.algos.returns import reinforce_pp_baseline_advantage
 from rlx.algos.token_class import token_class_advantage
 
 AGGREGATIONS = {
-    "token_mean (DAPO, PPO)": token_mean,
-    "seq_mean_token_mean (GRPO)": seq_mean_token_mean,
-    "seq_sum_constant (Dr. GRPO, REINFORCE)": lambda loss, mask: seq_sum_constant(loss, mask, 4.0),
+    "token_mean (DAPO, PPO)": lambda loss, mask: aggregate(loss, token_mean(mask)),
+    "seq_mean_token_mean (GRPO)": lambda loss, mask: aggregate(loss, seq_mean_token_mean(mask)),
+    "seq_sum_constant (Dr. GRPO, REINFORCE)": lambda loss, mask: aggregate(loss, seq_sum_constant(mask, 4.0)),
 }
+RATIO_LOSSES = {"clip": ClippedRatio(0.2, 0.28), "dual_clip": DualClip(0.2, 0.28, 3.0),
+                "gspo": SequenceRatio(3e-4, 4e-4), "cispo": ClippedWeight(1.0, 0.2)}
 
 
 def grad_of(logp_value: float, adv: float, eps_low: float, eps_high: float) -> float:
     logp = torch.tensor([[logp_value]], requires_grad=True)
-    loss, _ = clipped_surrogate(logp, torch.zeros(1, 1), torch.tensor([[adv]]), eps_low, eps_high)
-    loss.sum().backward()
+    clipped_surrogate(logp, torch.zeros(1, 1), torch.tensor([[adv]]), eps_low, eps_high).loss.sum().backward()
     return float(logp.grad)
 
 
@@ -35,19 +37,23 @@ def test_clip_higher_is_one_sided_on_each_bound():
     assert abs(grad_of(math.log(0.75), +1.0, 0.2, 0.28) + 0.75) < 1e-6  # A > 0 below the band: never clipped
 
 
-def test_surrogate_gradient_equals_reinforce_at_theta_old_under_every_aggregation():
+def test_every_ratio_loss_is_reinforce_at_theta_old_under_every_aggregation():
+    # at θ = θ_old every ratio (token or sequence) is 1, nothing is clipped, and each loss's gradient is the
+    # policy gradient -A ∇log π aggregated the same way
     torch.manual_seed(0)
     logits = torch.randn(3, 4, 6, requires_grad=True)  # 3 sequences, 4 tokens, vocabulary 6
     actions = torch.randint(0, 6, (3, 4))
     adv = torch.randn(3, 1).expand(3, 4)  # [3, 4] sequence advantages broadcast to tokens
     mask = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0], [1, 0, 0, 0]])
-    for name, aggregate in AGGREGATIONS.items():
-        logp = torch.log_softmax(logits, -1).gather(-1, actions[..., None]).squeeze(-1)  # [3, 4]
-        surrogate, _ = clipped_surrogate(logp, logp.detach(), adv, 0.2, 0.28)
-        (g_clip,) = torch.autograd.grad(aggregate(surrogate, mask), logits)
+    for name, agg in AGGREGATIONS.items():
         logp = torch.log_softmax(logits, -1).gather(-1, actions[..., None]).squeeze(-1)
-        (g_pg,) = torch.autograd.grad(aggregate(reinforce_loss(logp, adv), mask), logits)
-        torch.testing.assert_close(g_clip, g_pg, msg=name)
+        (g_pg,) = torch.autograd.grad(agg(reinforce_loss(logp, adv), mask), logits)
+        for loss_name, policy_loss in RATIO_LOSSES.items():
+            logp = torch.log_softmax(logits, -1).gather(-1, actions[..., None]).squeeze(-1)  # [3, 4]
+            out = policy_loss(logp, logp.detach(), adv, mask)
+            assert not (out.clipped_low | out.clipped_high).any()
+            (g_loss,) = torch.autograd.grad(agg(out.loss, mask), logits)
+            torch.testing.assert_close(g_loss, g_pg, msg=f"{loss_name} under {name}")
 
 
 def test_baselines_leave_the_policy_gradient_unbiased():
@@ -84,16 +90,21 @@ def test_all_equal_groups_give_zero_gradient_under_every_group_estimator():
     valid = torch.ones(8, dtype=torch.bool)
     rewards = torch.tensor([1.0] * 4 + [0.0] * 4)  # both groups all-equal
     estimators = {
-        "group_norm": group_norm_advantage(rewards, groups, valid, 1e-6),
+        "group_norm": group_norm_advantage(rewards, groups, valid, 1e-6, False, False),
+        "group_norm (unbiased, batch std)": group_norm_advantage(rewards, groups, valid, 1e-6, True, True),
         "group_mean": group_mean_advantage(rewards, groups, valid),
         "rloo": rloo_advantage(rewards, groups, valid),
+        "component_norm": component_norm_advantage(torch.stack([rewards, 2 * rewards], 1), torch.ones(2), groups,
+                                                   valid, 1e-4, True),
+        "reinforce_pp_baseline": reinforce_pp_baseline_advantage(rewards[:, None] * mask, mask, groups, valid,
+                                                                 True)[:, 0],
     }
     for name, adv in estimators.items():
         assert torch.equal(adv, torch.zeros(8)), name
         logp = torch.log_softmax(logits, -1).gather(-1, actions[..., None]).squeeze(-1)
-        loss, _ = clipped_surrogate(logp, logp.detach(), adv[:, None].expand(8, 3), 0.2, 0.28)
-        for aggregate in AGGREGATIONS.values():
-            (grad,) = torch.autograd.grad(aggregate(loss, mask), logits, retain_graph=True)
+        loss = clipped_surrogate(logp, logp.detach(), adv[:, None].expand(8, 3), 0.2, 0.28).loss
+        for agg in AGGREGATIONS.values():
+            (grad,) = torch.autograd.grad(agg(loss, mask), logits, retain_graph=True)
             assert torch.count_nonzero(grad) == 0, name
     # token-class credit: every class all-equal within its group -> zero advantage on every token
     scores = torch.stack([rewards, 1 - rewards], 1)  # [8, 2]

@@ -50,7 +50,7 @@ def char_batch(texts, components):
         input_ids=torch.cat([prompt, response], 1), attention_mask=torch.cat([torch.ones(n, 2), mask], 1),
         response_mask=mask, group_index=torch.zeros(n, dtype=torch.long), prompt_index=torch.zeros(n, dtype=torch.long),
         rewards=torch.zeros(n), valid=torch.ones(n, dtype=torch.bool), truncated=torch.zeros(n, dtype=torch.bool),
-        components={k: torch.tensor(v) for k, v in components.items()})
+        components={k: torch.tensor(v) for k, v in components.items()}, sample_mask=torch.ones(n, dtype=torch.bool))
 
 
 def test_adapter_credits_plan_and_code_separately():

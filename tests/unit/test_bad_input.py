@@ -18,8 +18,7 @@ def test_grpo_refuses_group_of_one(cfg_factory):
 
 
 def test_reinforce_style_loss_refuses_several_updates(cfg_factory):
-    cfg = cfg_factory("algo.update_epochs=2", "algo.policy_loss._target_=rlx.algos.losses.PolicyGradient",
-                      "~algo.policy_loss.epsilon", "~algo.policy_loss.epsilon_high")
+    cfg = cfg_factory("algo.update_epochs=2", "policy_loss=reinforce")
     with pytest.raises(ConfigError, match="algo.update_epochs=2"):
         build(cfg)
 

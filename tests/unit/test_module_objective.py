@@ -1,36 +1,18 @@
-"""The RLModule's loss path on a real (random-init, tiny) model: an all-equal group contributes zero
-gradient, and the log-prob reader matches a full log-softmax."""
+"""The RLModule's loss path (rlx.update.prepare → policy_step) on a real (random-init, tiny) model: an all-equal
+group contributes zero gradient, and the log-prob reader matches a full log-softmax."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from rlx.algos.advantages import GroupNorm
-from rlx.algos.aggregation import seq_mean_token_mean
-from rlx.algos.kl import k3
-from rlx.algos.losses import ClippedRatio
-from rlx.algos.schedules import constant
-from rlx.algos.shaping import RewardShaping
-from rlx.algos.spec import Algorithm
-from rlx.curriculum.uniform import UniformSampler
 from rlx.data.arithmetic import ArithmeticTask
 from rlx.models.tiny import build_tiny_llama
 from rlx.models.tokenizer import build_char_tokenizer
-from rlx.module import RLModule
-from rlx.rewards.base import Status, Verdict
 from rlx.rollout.collect import generate_and_score
-from rlx.rollout.generate import selective_log_softmax, sequence_logprobs
-
-
-class ScriptedReward:
-    required_fields = ()
-
-    def __init__(self, rewards):
-        self.rewards = rewards
-
-    def __call__(self, completions, rows):
-        return [Verdict(r, Status.PASS if r else Status.FAIL) for r in self.rewards]
+from rlx.rollout.logprobs import selective_log_softmax, sequence_logprobs
+from rlx.update import NonFiniteGuard, policy_step, prepare
+from tests.algos.helpers import GradCapture, ScriptedReward, compose_algo
 
 
 @pytest.fixture(scope="module")
@@ -41,48 +23,34 @@ def parts():
     return tok, model, task
 
 
-def make_module(parts, rewards, beta=0.0):
+def batch_gradient(parts, cfg_factory, rewards, rows_to_keep=None):
     tok, model, task = parts
-    algo = Algorithm(
-        name="grpo", group_size=4, prompts_per_step=2, epsilon=0.2, epsilon_high=0.2, beta=beta,
-        reference=beta > 0, kl=k3, kl_in_reward=False, policy_loss=ClippedRatio(0.2, 0.2), aggregate=seq_mean_token_mean,
-        update_epochs=1, minibatches=1, max_grad_norm=1.0, temperature=1.0,
-        optimizer=lambda p: torch.optim.SGD(p, lr=0.1), lr_schedule=constant,
-        shaping=RewardShaping(None, None, None, None, False), critic=None,
-    )
-    reference = build_tiny_llama(tok, 32, 1, 2, 64, 64, 0.02, seed=0) if beta else None
-    return RLModule(model, tok, task, ScriptedReward(rewards), GroupNorm(1e-6), algo, UniformSampler(0),
-                    reference=reference)
-
-
-def batch_gradient(module, rows_to_keep=None):
+    algo, advantage = compose_algo(cfg_factory, "algo=grpo", "algo.group_size=4", "algo.prompts_per_step=2",
+                                   "algo.beta=0", "algo.max_grad_norm=1e9")  # no clipping: raw gradients
     torch.manual_seed(0)
-    batch = generate_and_score(module.policy, module.tokenizer, module.reward, module.task.train, [0, 1], 4, 4, 1.0)
-    module.prepare(batch)
+    batch = generate_and_score(model, tok, ScriptedReward(rewards), task.train, [0, 1], 4, 4, 1.0)
+    batch, _ = prepare(batch, algo, advantage, model, None, None)
     if rows_to_keep is not None:
         batch = batch.select(torch.tensor(rows_to_keep))
-    module.policy.zero_grad()
-    module.policy_objective(batch)["loss"].backward()
-    return torch.cat([p.grad.flatten() for p in module.policy.parameters() if p.grad is not None])
+    optimizer = GradCapture(model.parameters())
+    policy_step(batch, algo, model, optimizer, lambda loss: loss.backward(), NonFiniteGuard(1))
+    return optimizer.grads[0]
 
 
-def test_all_equal_group_contributes_zero_gradient(parts):
+def test_all_equal_group_contributes_zero_gradient(parts, cfg_factory):
     # group 0 rewards all 1, group 1 all 0: every advantage is 0, so the policy gradient is exactly 0
-    module = make_module(parts, [1.0] * 4 + [0.0] * 4)
-    grad = batch_gradient(module)
-    assert torch.count_nonzero(grad) == 0
+    assert torch.count_nonzero(batch_gradient(parts, cfg_factory, [1.0] * 4 + [0.0] * 4)) == 0
 
 
-def test_mixed_group_gives_nonzero_gradient(parts):
-    module = make_module(parts, [1.0, 0.0, 1.0, 0.0] + [0.0] * 4)
-    assert batch_gradient(module).abs().sum() > 0
+def test_mixed_group_gives_nonzero_gradient(parts, cfg_factory):
+    assert batch_gradient(parts, cfg_factory, [1.0, 0.0, 1.0, 0.0] + [0.0] * 4).abs().sum() > 0
 
 
-def test_equal_group_adds_nothing_next_to_a_mixed_one(parts):
+def test_equal_group_adds_nothing_next_to_a_mixed_one(parts, cfg_factory):
     # gradient of [mixed group] alone == gradient of [mixed group + all-equal group] × (4/8 sequences)
-    module = make_module(parts, [1.0, 0.0, 1.0, 0.0] + [1.0] * 4)
-    both = batch_gradient(module)
-    alone = batch_gradient(module, rows_to_keep=[0, 1, 2, 3])
+    rewards = [1.0, 0.0, 1.0, 0.0] + [1.0] * 4
+    both = batch_gradient(parts, cfg_factory, rewards)
+    alone = batch_gradient(parts, cfg_factory, rewards, rows_to_keep=[0, 1, 2, 3])
     torch.testing.assert_close(both, alone * 0.5, atol=1e-7, rtol=1e-4)
 
 
@@ -90,8 +58,22 @@ def test_selective_log_softmax_matches_full_log_softmax():
     torch.manual_seed(0)
     logits = torch.randn(5, 7, 11)
     targets = torch.randint(0, 11, (5, 7))
-    expected = torch.log_softmax(logits, -1).gather(-1, targets[..., None]).squeeze(-1)
-    torch.testing.assert_close(selective_log_softmax(logits, targets, chunk_rows=2), expected)
+    for temperature in (1.0, 0.7):
+        full = torch.log_softmax(logits / temperature, -1)
+        expected = full.gather(-1, targets[..., None]).squeeze(-1)
+        logp, entropy = selective_log_softmax(logits, targets, temperature, chunk_rows=2, with_entropy=True)
+        torch.testing.assert_close(logp, expected)
+        torch.testing.assert_close(entropy, -(full.exp() * full).sum(-1))  # H = −Σ p log p
+
+
+def test_selective_log_softmax_upcasts_low_precision_logits_per_chunk():
+    torch.manual_seed(0)
+    logits = torch.randn(4, 3, 50).to(torch.bfloat16)
+    targets = torch.randint(0, 50, (4, 3))
+    logp, _ = selective_log_softmax(logits, targets, 1.0, chunk_rows=1)
+    assert logp.dtype == torch.float32
+    expected = torch.log_softmax(logits.float(), -1).gather(-1, targets[..., None]).squeeze(-1)
+    torch.testing.assert_close(logp, expected)
 
 
 def test_sequence_logprobs_match_unpadded_forward(parts):
@@ -102,7 +84,7 @@ def test_sequence_logprobs_match_unpadded_forward(parts):
     ids = torch.cat([enc["input_ids"], completion], 1)
     mask = torch.cat([enc["attention_mask"], torch.ones_like(completion)], 1)
     with torch.no_grad():
-        padded = sequence_logprobs(model, ids, mask, 2, 1.0)
+        padded = sequence_logprobs(model, ids, mask, 2, 1.0, None)
         alone_ids = ids[0:1, 2:]  # row 0 without its two pad tokens
-        alone = sequence_logprobs(model, alone_ids, torch.ones_like(alone_ids), 2, 1.0)
+        alone = sequence_logprobs(model, alone_ids, torch.ones_like(alone_ids), 2, 1.0, None)
     torch.testing.assert_close(padded[0:1], alone, atol=1e-5, rtol=1e-5)

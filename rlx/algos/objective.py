@@ -1,0 +1,80 @@
+"""The whole RL objective in two pure functions: what each token is rewarded with, and what is minimised.
+
+Shapes: N sequences (of a minibatch, or of one micro-batch of it), T completion tokens.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch import Tensor
+
+from rlx.algos.losses import PolicyLoss
+
+
+def per_token_rewards(scores: Tensor, response_mask: Tensor, kl: Tensor | None, beta: float) -> Tensor:
+    """r_t = score · [t = last token of the completion] − β · KL_t, on completion tokens only.
+
+    The sequence's (shaped) score arrives at its last token; with the KL in the reward (kl.placement=reward),
+    −β·KL(π_old ‖ π_ref) is added at every token (InstructGPT eq. 2, REINFORCE++ eq. 8). An empty completion
+    carries no reward.
+
+    Args: scores: [N] shaped rewards (0 where a sample is masked out); response_mask: [N, T];
+    kl: [N, T] per-token estimate or None. Returns: rewards [N, T].
+    """
+    mask = response_mask.to(scores.dtype)  # [N, T]
+    lengths = response_mask.sum(-1)  # [N]
+    last = (lengths - 1).clamp(min=0)  # [N] index of each completion's last token
+    rewards = torch.zeros_like(mask)  # [N, T]
+    rewards[torch.arange(len(last), device=last.device), last] = scores * (lengths > 0).to(scores.dtype)
+    if kl is not None:
+        rewards = rewards - beta * kl * mask  # [N, T]
+    return rewards
+
+
+def objective(logp: Tensor, old_logp: Tensor, ref_logp: Tensor | None, advantages: Tensor, mask: Tensor,
+              weights: Tensor, token_weights: Tensor, policy_loss: Callable[..., PolicyLoss],
+              kl: Callable[[Tensor, Tensor], Tensor] | None, kl_coef: float) -> tuple[Tensor, dict[str, Tensor]]:
+    """The loss minimised by every preset, and its metrics:
+
+        L = Σ_{i,t} w_{i,t} · ℓ_{i,t}(π_θ, π_old, A)  +  kl_coef · Σ_{i,t} w_{i,t} · KL_{i,t}(π_θ ‖ π_ref)
+
+    with ℓ the policy loss (clipped ratio, dual clip, GSPO, CISPO or REINFORCE), w the aggregation weights
+    (token_mean / seq_mean_token_mean / seq_sum_constant, computed from the whole minibatch's mask), `kl` the
+    estimator and kl_coef = β when the KL is placed in the loss; with the KL in the reward kl_coef = 0 and the
+    KL to the reference is only measured (loss/kl). Without a reference (ref_logp None) there is no KL term.
+
+    Both terms are sums over this slice's tokens, and the weights carry the minibatch's normaliser: called on
+    each micro-batch of a minibatch with its rows of `weights` / `token_weights`, the returned values add up to
+    exactly the minibatch's loss and metrics.
+
+    Args:
+        logp: [N, T] log π_θ (with gradient); old_logp: [N, T] the sampling policy's; ref_logp: [N, T] or None.
+        advantages, mask: [N, T] (mask: 1 on trained completion tokens).
+        weights: [N, T] aggregation weights; token_weights: [N, T] mask / (the minibatch's token count).
+    Returns: loss (a scalar contribution), metrics (scalar contributions, detached):
+        loss/policy, loss/kl (when ref_logp is given), loss/clipfrac (= low + high), loss/clipfrac_low,
+        loss/clipfrac_high, loss/approx_kl_k1 = mean(log π_old − log π_θ), loss/approx_kl_k3 =
+        mean(ρ − 1 − log ρ) (both estimate KL(π_old ‖ π_θ), token means; loss/approx_kl is k3, as in cleanrl).
+    """
+    out = policy_loss(logp, old_logp, advantages, mask)  # [N, T] each
+    policy = (out.loss * weights).sum()  # []
+    loss = policy
+    metrics = {"loss/policy": policy.detach()}
+    if ref_logp is not None:
+        kl_mat = kl(logp, ref_logp)  # [N, T]
+        kl_term = (kl_mat * weights).sum()  # []
+        if kl_coef:
+            loss = loss + kl_coef * kl_term
+        metrics["loss/kl"] = kl_term.detach()
+    with torch.no_grad():
+        log_ratio = logp - old_logp  # [N, T] log ρ
+        low = (out.clipped_low.to(weights.dtype) * token_weights).sum()  # []
+        high = (out.clipped_high.to(weights.dtype) * token_weights).sum()  # []
+        k3 = ((torch.exp(log_ratio) - 1 - log_ratio) * token_weights).sum()  # []
+        metrics.update({
+            "loss/clipfrac": low + high, "loss/clipfrac_low": low, "loss/clipfrac_high": high,
+            "loss/approx_kl_k1": (-log_ratio * token_weights).sum(), "loss/approx_kl_k3": k3, "loss/approx_kl": k3,
+        })
+    return loss, metrics

@@ -1,0 +1,34 @@
+"""The frozen reference policy π_ref for the KL term, held outside the LightningModule's module tree.
+
+It is not a submodule, so it is in no state dict (checkpoints stay policy-sized: the reference is the starting
+policy, restorable from its source), receives no gradients, and is not moved by Lightning: the RLModule moves it
+with `.to(device)` when fit or validation starts. It is not hidden in `__dict__` either: the module holds this
+small object, and runs reference forwards only through `with reference.forward_model() as ref: ...`, so another
+holder with the same interface (a LoRA policy with its adapters disabled) can stand in without a second copy.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+import torch
+from torch import nn
+
+
+class FrozenReference:
+    def __init__(self, model: nn.Module) -> None:
+        # Parameters keep requires_grad (forwards run under no_grad, and nothing optimises them): with it off,
+        # torch takes another kernel path and the reference's log-probs differ from the identical policy's by ~1e-6,
+        # so the KL and its gradient would not be exactly 0 at the start.
+        self.model = model.eval()
+
+    @contextmanager
+    def forward_model(self) -> Iterator[nn.Module]:
+        """The module to run reference forwards with, in eval mode and without autograd."""
+        with torch.no_grad():
+            yield self.model
+
+    def to(self, device) -> "FrozenReference":
+        self.model.to(device)
+        return self

@@ -1,0 +1,172 @@
+"""What one RL step learns from its batch, after collection:
+
+    prepare — reward shaping, reference and sampling-policy log-probs, per-token rewards, critic values and
+              advantages (no gradients), returned as a new batch
+    update  — algo.update_epochs × algo.minibatches optimiser steps over the batch; each step accumulates the
+              gradients of its micro-batches (algo.micro_batch_size sequences, or an algo.micro_batch_tokens
+              budget) and is skipped, leaving weights and optimiser state untouched, when its loss or gradient
+              is not finite
+
+Every forward runs one trimmed micro-batch at a time (rlx.rollout.logprobs). The aggregation weights of a
+minibatch are computed from its whole mask before it is split, so a micro-batched loss and gradient equal the
+unsplit ones (rlx.algos.aggregation).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from dataclasses import replace
+
+import torch
+
+from rlx.algos.aggregation import token_mean
+from rlx.algos.objective import objective, per_token_rewards
+from rlx.errors import RlxError
+from rlx.rollout.batch import RolloutBatch
+from rlx.rollout.logprobs import forward_logprobs, map_micro_batches, plan_micro_batches, sequence_logprobs, trim_padding
+
+log = logging.getLogger(__name__)
+
+
+class NonFiniteUpdates(RlxError):
+    """Too many optimiser steps in a row had a non-finite loss or gradient."""
+
+
+class NonFiniteGuard:
+    """Counts skipped updates (`train/skipped_updates`) and stops the run after `max_in_row` in a row."""
+
+    def __init__(self, max_in_row: int) -> None:
+        self.max_in_row, self.skipped = max_in_row, 0
+        self.in_row: dict[str, int] = defaultdict(int)
+
+    def allows(self, name: str, loss: torch.Tensor, grad_norm: torch.Tensor) -> bool:
+        if bool(torch.isfinite(loss)) and bool(torch.isfinite(grad_norm)):
+            self.in_row[name] = 0
+            return True
+        self.skipped += 1
+        self.in_row[name] += 1
+        log.warning("skipping a %s update: loss %s, gradient norm %s (%d in a row)", name, float(loss),
+                    float(grad_norm), self.in_row[name])
+        if self.in_row[name] >= self.max_in_row:
+            raise NonFiniteUpdates(
+                f"{self.in_row[name]} {name} updates in a row had a non-finite loss or gradient "
+                f"(algo.max_skipped_updates={self.max_in_row}); the weights are those before the first of them. "
+                "Lower the learning rate (algo.optimizer.lr), check the reward for huge values, or raise "
+                "algo.max_skipped_updates")
+        return False
+
+
+def needs_old_logp(algo) -> bool:
+    """The sampling policy's log-probs need their own forward unless the only update is on the sampling
+    policy itself (one epoch, one minibatch: its own detached log-probs are the old ones) and no KL sits in the
+    reward."""
+    return algo.update_epochs * algo.minibatches > 1 or (algo.uses_reference and algo.kl.in_reward)
+
+
+@torch.no_grad()
+def prepare(batch: RolloutBatch, algo, advantage, policy, reference, critic) -> tuple[RolloutBatch, dict]:
+    """The batch with sample_mask, scores, ref_logp, old_logp, token_rewards, values, advantages and returns
+    filled in, and the sampling policy's entropy (policy/entropy) when its forward ran here."""
+    scores, sample_mask = algo.shaping(batch)  # [N], [N] clipped / length-penalised; overlong-filtered
+    scores = torch.where(sample_mask, scores, torch.zeros_like(scores))  # [N]
+    args = (batch.input_ids, batch.attention_mask, batch.response_width, algo.temperature, algo.micro_batch_size)
+    chunks = {"micro_batch_tokens": algo.micro_batch_tokens}
+    ref_logp = old_logp = None
+    metrics = {}
+    if algo.uses_reference:
+        with reference.forward_model() as ref_model:
+            ref_logp = sequence_logprobs(ref_model, *args, **chunks)  # [N, T]
+    mask = batch.response_mask.float() * sample_mask[:, None]  # [N, T]
+    if needs_old_logp(algo):
+        old_logp, entropy = sequence_logprobs(policy, *args, **chunks, with_entropy=True)  # [N, T] each
+        metrics["policy/entropy"] = (entropy * token_mean(mask)).sum()
+    kl = algo.kl(old_logp, ref_logp) if algo.uses_reference and algo.kl.in_reward else None  # [N, T]
+    token_rewards = per_token_rewards(scores, batch.response_mask, kl, algo.beta)  # [N, T]
+    values = None
+    if critic is not None:
+        values = map_micro_batches(critic, batch.input_ids, batch.attention_mask, batch.response_width,
+                                   algo.micro_batch_size, algo.micro_batch_tokens)[0]  # [N, T]
+    batch = replace(batch, sample_mask=sample_mask, scores=scores, ref_logp=ref_logp, old_logp=old_logp,
+                    token_rewards=token_rewards, values=values)
+    advantages, returns = advantage(batch)  # [N, T], [N, T] | None
+    return replace(batch, advantages=advantages, returns=returns), metrics
+
+
+def update(batch: RolloutBatch, algo, policy, optimizer, critic, critic_optimizer, backward,
+           guard: NonFiniteGuard) -> dict[str, float]:
+    """algo.update_epochs passes over the batch in algo.minibatches shuffled minibatches, one policy (and
+    critic) optimiser step per minibatch. Returns each metric's mean over the steps."""
+    n = batch.input_ids.shape[0]
+    totals: dict[str, float] = defaultdict(float)
+    steps = 0
+    for _ in range(algo.update_epochs):
+        order = torch.randperm(n, device=batch.input_ids.device)
+        for rows in order.chunk(algo.minibatches):
+            mb = batch.select(rows)
+            metrics = policy_step(mb, algo, policy, optimizer, backward, guard)
+            if critic is not None:
+                metrics.update(critic_step(mb, algo, critic, critic_optimizer, backward, guard))
+            for key, value in metrics.items():
+                totals[key] += float(value)
+            steps += 1
+    return {key: value / steps for key, value in totals.items()}
+
+
+def micro_batches(mb: RolloutBatch, algo):
+    """(rows, input_ids, attention_mask, T') of each trimmed micro-batch of a minibatch."""
+    for rows in plan_micro_batches(mb.attention_mask.sum(-1), algo.micro_batch_size, algo.micro_batch_tokens):
+        yield (rows, *trim_padding(mb.input_ids[rows], mb.attention_mask[rows], mb.response_width))
+
+
+def policy_step(mb: RolloutBatch, algo, policy, optimizer, backward, guard: NonFiniteGuard) -> dict:
+    """One optimiser step of the policy on minibatch `mb`: the objective's gradient accumulated over its
+    micro-batches, clipped to algo.max_grad_norm, applied unless non-finite."""
+    logp_dtype = mb.advantages.dtype
+    mask = mb.loss_mask().to(logp_dtype)  # [n, T]
+    weights, token_weights = algo.aggregate(mask), token_mean(mask)  # [n, T] each: the minibatch's normalisers
+    kl = algo.kl if algo.uses_reference else None
+    kl_coef = algo.beta if algo.uses_reference and not algo.kl.in_reward else 0.0
+    sums: dict[str, torch.Tensor] = defaultdict(float)
+    optimizer.zero_grad(set_to_none=True)
+    for rows, ids, attention, width in micro_batches(mb, algo):
+        cut = (rows, slice(0, width))
+        logp, entropy = forward_logprobs(policy, ids, attention, width, algo.temperature,
+                                         with_entropy=mb.old_logp is None)  # [m, T'] each
+        old_logp = mb.old_logp[cut] if mb.old_logp is not None else logp.detach()  # [m, T']
+        ref_logp = mb.ref_logp[cut] if mb.ref_logp is not None else None  # [m, T']
+        loss, metrics = objective(logp, old_logp, ref_logp, mb.advantages[cut], mask[cut], weights[cut],
+                                  token_weights[cut], algo.policy_loss, kl, kl_coef)
+        backward(loss)
+        metrics["loss"] = loss.detach()
+        if entropy is not None:
+            metrics["policy/entropy"] = (entropy * token_weights[cut]).sum()
+        for key, value in metrics.items():
+            sums[key] = sums[key] + value
+    loss = sums.pop("loss")
+    norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), algo.max_grad_norm)
+    if guard.allows("policy", loss, norm):
+        optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return {**sums, "optim/grad_norm": norm}
+
+
+def critic_step(mb: RolloutBatch, algo, critic, optimizer, backward, guard: NonFiniteGuard) -> dict:
+    """One optimiser step of the critic on the value loss (a token mean over the minibatch), micro-batched
+    like the policy's."""
+    mask = mb.loss_mask().to(mb.values.dtype)  # [n, T]
+    token_weights = token_mean(mask)  # [n, T]
+    loss = torch.zeros((), dtype=mask.dtype, device=mask.device)
+    optimizer.zero_grad(set_to_none=True)
+    for rows, ids, attention, width in micro_batches(mb, algo):
+        cut = (rows, slice(0, width))
+        values = critic(ids, attention, width)  # [m, T']
+        part = (algo.critic.loss(values, mb.values[cut], mb.returns[cut]) * token_weights[cut]).sum()  # []
+        backward(part)
+        loss = loss + part.detach()
+    norm = torch.nn.utils.clip_grad_norm_(critic.parameters(), algo.critic.max_grad_norm)
+    if guard.allows("critic", loss, norm):
+        optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return {"loss/value": loss, "optim/critic_grad_norm": norm,
+            "critic/value_mean": (mb.values * token_weights).sum()}
