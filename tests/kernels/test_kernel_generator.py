@@ -11,6 +11,7 @@ from hydra import compose, initialize_config_dir
 
 from rlx.checks import build_node
 from rlx.data.kernels.generator import block_plan, generate
+from rlx.data.kernels.ops import BINARY, ROWS, UNARY
 from rlx.data.kernels.task import CODE_ONLY, CORRUPTIONS, PLAN_ONLY, KernelTask
 from rlx.errors import ConfigError
 
@@ -30,16 +31,18 @@ def task() -> KernelTask:
 
 def test_families_shapes_dtypes_and_fused_pairs_make_distinct_problems(task):
     problems = list(task.problems.values())
-    # (13 unary + 4 binary + 9 row ops + 4 x 13 fused pairs) x 5 shapes x 3 dtypes
-    assert len(problems) == (13 + 4 + 9 + 52) * 5 * 3 == 1170
+    # the default: (6 unary + 4 binary + 5 row ops + 4 x 6 fused pairs) x 5 shapes x 3 dtypes
+    assert len(problems) == (6 + 4 + 5 + 24) * 5 * 3 == 585
     assert len({p.name for p in problems}) == len({p.source for p in problems}) == len(problems)
     assert {p.family for p in problems} == {"unary", "binary", "row", "fused"}
     assert {p.dtype for p in problems} == {"float32", "float16", "bfloat16"}
-    assert len(generate([(16, 100)], ["float32"], fused=False)) == 26
+    everything = generate([(16, 100)], ["float32"], list(UNARY), list(BINARY), list(ROWS), fused=True)
+    assert len(everything) == 13 + 4 + 9 + 4 * 13  # every operation rlx knows
+    assert len(generate([(16, 100)], ["float32"], ["relu"], ["add"], [], fused=False)) == 2
 
 
 def test_held_out_split_is_disjoint_fixed_and_made_of_seen_parts(task):
-    assert len(task.val) == 64 and len(task.train) == 1170 - 64
+    assert len(task.val) == 64 and len(task.train) == 585 - 64
     train, val = {r["name"] for r in task.train}, {r["name"] for r in task.val}
     assert not train & val
     assert {r["name"] for r in kernels_task("seed=7").val} == val  # the run's seed does not move it
@@ -117,7 +120,8 @@ def test_noise_share_and_determinism(task):
     ("data.noise=1.5", "data.noise must be a probability (got 1.5)"),
     ("data.dtypes=[float64]", "data.dtypes must be a non-empty list from"),
     ("data.shapes=[[16]]", "data.shapes must be a non-empty list of [rows, cols]"),
-    ("data.val_size=2000", "data.val_size must be in (0, 1170)"),
+    ("data.val_size=2000", "data.val_size must be in (0, 585)"),
+    ("data.unary=[relu,swish]", "data.unary names unknown operations ['swish']"),
     ("data.max_new_tokens=300", "raise it to at least"),
 ])
 def test_bad_values_name_the_key(override, message):

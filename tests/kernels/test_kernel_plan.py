@@ -11,6 +11,7 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
 from rlx.data.kernels.generator import IMPORTS, generate
+from rlx.data.kernels.ops import BINARY, ROWS, UNARY
 from rlx.data.kernels.task import CODE_ONLY, CORRUPTIONS
 from rlx.models.tokenizer import build_char_tokenizer
 from rlx.rewards.triton.plan import Plan, plan_score, read_plan
@@ -63,7 +64,8 @@ def test_plan_score_hand_cases(text, reference, expected):
 
 
 def test_every_reference_plan_scores_and_plan_corruptions_lose_it():
-    for problem in generate([(16, 48), (8, 64), (4, 128)], ["float32", "bfloat16"], fused=True):
+    for problem in generate([(16, 48), (8, 64), (4, 128)], ["float32", "bfloat16"], list(UNARY), list(BINARY),
+                            list(ROWS), fused=True):
         assert score(problem.solution, problem.plan) == 1.0, problem.name
         for name, corrupt in CORRUPTIONS.items():
             text = corrupt(problem.solution)
@@ -82,7 +84,7 @@ def token_class_estimator():
 def test_default_parser_marks_the_plan_line_of_a_generated_answer():
     estimator = token_class_estimator()
     assert estimator.components == ["correct", "plan"]  # class 0 = code, class 1 = plan
-    text = generate([(16, 100)], ["float16"], fused=False)[0].solution
+    text = generate([(16, 100)], ["float16"], ["relu"], [], [], fused=False)[0].solution
     first = len(text.split("\n", 1)[0]) + 1  # the plan line and its newline
     assert estimator.parser(text) == [1] * first + [0] * (len(text) - first)
 
@@ -91,7 +93,7 @@ def test_token_class_credits_plan_tokens_with_plan_and_code_tokens_with_correctn
     # One group of two completions of the same problem: a plan-only error (code PASSes, plan wrong) and a
     # code-only error (plan right, code wrong). Mean-only advantages: plan [0, 1] -> [-0.5, +0.5];
     # correct [1, 0] -> [+0.5, -0.5]. So the first completion's plan tokens get -0.5 and its code +0.5.
-    solution = generate([(16, 100)], ["float32"], fused=False)[0].solution
+    solution = generate([(16, 100)], ["float32"], ["relu"], [], [], fused=False)[0].solution
     texts = [CORRUPTIONS["plan_block"](solution), CORRUPTIONS["wrong_constant"](solution)]
     tok = build_char_tokenizer()
     ids = [tok(t, add_special_tokens=False)["input_ids"] for t in texts]
@@ -103,7 +105,8 @@ def test_token_class_credits_plan_tokens_with_plan_and_code_tokens_with_correctn
         attention_mask=torch.cat([torch.ones(2, 3, dtype=torch.long), mask], 1), response_mask=mask,
         group_index=torch.zeros(2, dtype=torch.long), prompt_index=torch.zeros(2, dtype=torch.long),
         rewards=torch.zeros(2), valid=torch.ones(2, dtype=torch.bool), truncated=torch.zeros(2, dtype=torch.bool),
-        components={"correct": torch.tensor([1.0, 0.0]), "plan": torch.tensor([0.0, 1.0])})
+        components={"correct": torch.tensor([1.0, 0.0]), "plan": torch.tensor([0.0, 1.0])},
+        sample_mask=torch.ones(2, dtype=torch.bool))
     estimator = token_class_estimator()
     adv, _ = estimator(batch)
     for i, text in enumerate(texts):

@@ -1,5 +1,5 @@
 """reward=triton: reference answers of generated problems (a sample spanning every family, shape and dtype;
-bench/kernel_problems.py runs all 1170) score full marks, each kernel hack scores 0 with its label, each
+bench/kernel_problems.py runs all 1170 of every operation rlx knows) score full marks, each kernel hack scores 0 with its label, each
 warm-start corruption costs what it should (correctness, the plan, or both), with no process left behind (one
 parallel batch, then one test per case)."""
 
@@ -9,6 +9,7 @@ import pytest
 from sandbox_helpers import processes_of
 
 from rlx.data.kernels.generator import IMPORTS, generate
+from rlx.data.kernels.ops import BINARY, ROWS, UNARY
 from rlx.data.kernels.task import CODE_ONLY, CORRUPTIONS, PLAN_ONLY
 from rlx.rewards.base import Status
 from rlx.rewards.triton.reward import TritonReward
@@ -16,8 +17,9 @@ from rlx.rewards.triton.reward import TritonReward
 pytestmark = pytest.mark.slow
 
 PROBLEMS = {p.name: p for p in generate([(16, 48), (8, 64), (16, 100), (4, 128), (8, 200)],
-                                        ["float32", "float16", "bfloat16"], fused=True)}
-# every 37th problem: 32 of them, covering the four families, the five shapes and the three dtypes
+                                        ["float32", "float16", "bfloat16"], list(UNARY), list(BINARY), list(ROWS),
+                                        fused=True)}  # every operation rlx knows, not only data=kernels' default
+# every 37th of the 1170: 32 problems, covering the four families, the five shapes and the three dtypes
 SAMPLE = list(PROBLEMS)[::37]
 RELU = PROBLEMS["relu 16x100 f32"].solution
 NOOP_KERNEL = "@triton.jit\ndef k(xp,o,n,B:tl.constexpr):\n pass\n"

@@ -73,8 +73,9 @@ PLAN_ONLY = ("plan_block", "plan_mask")  # the code stays right
 
 
 class KernelTask(Task):
-    def __init__(self, prompt_style: str, shapes: list[list[int]], dtypes: list[str], fused: bool, val_size: int,
-                 split_seed: int, noise: float, max_new_tokens: int,
+    def __init__(self, prompt_style: str, shapes: list[list[int]], dtypes: list[str], unary: list[str],
+                 binary: list[str], rows: list[str], fused: bool, val_size: int, split_seed: int, noise: float,
+                 max_new_tokens: int,
                  warm_start_min_match: float = Task.warm_start_min_match,
                  warm_start_plateau_loss: float | None = Task.warm_start_plateau_loss) -> None:
         if prompt_style not in ("source", "name"):
@@ -88,9 +89,9 @@ class KernelTask(Task):
         if bad or not shapes:
             raise ValueError(f"data.shapes must be a non-empty list of [rows, cols] with 1 <= rows, cols <= 4096 "
                              f"(got {shapes})")
-        problems = generate([tuple(s) for s in shapes], list(dtypes), fused)
+        problems = generate([tuple(s) for s in shapes], list(dtypes), list(unary), list(binary), list(rows), fused)
         if not 0 < val_size < len(problems):
-            raise ValueError(f"data.val_size must be in (0, {len(problems)}): these shapes, dtypes and "
+            raise ValueError(f"data.val_size must be in (0, {len(problems)}): these operations, shapes, dtypes and "
                              f"fused={fused} make {len(problems)} problems (got {val_size})")
         longest = max(len(p.solution) for p in problems)
         if max_new_tokens <= longest:  # the char tokenizer: one token per character, plus end of sequence

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import hashlib
+import math
 
 from rlx.rewards.base import Status, Verdict
 from rlx.rewards.sandbox.isolation import Limits
@@ -102,14 +103,18 @@ def decide(checks: dict, result: dict, reference: dict, speedup_cap: float, spee
 
 
 def _speedup(result: dict, reference: dict) -> float | None:
-    def timing(res):
+    """Reference ms / candidate ms from the harness's timing records (GPU only); None where either is missing,
+    broke, or the candidate made a refused torch call while it was timed."""
+    def ms(res: dict, candidate: bool) -> float | None:
         found = [r for r in res["records"] if r.get("event") == "timing"]
-        return found[0] if found else None
+        value = found[0].get("ms") if found else None
+        if candidate and found and found[0].get("refused"):
+            return None
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+        return float(value) if ok else None
 
-    new, ref = timing(result), timing(reference)
-    if not new or not ref or new.get("refused") or not isinstance(new.get("ms"), (int, float)) or new["ms"] <= 0:
-        return None
-    return float(ref["ms"]) / float(new["ms"])
+    new, ref = ms(result, True), ms(reference, False)
+    return None if new is None or ref is None else ref / new
 
 
 class TritonReward:
