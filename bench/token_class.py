@@ -4,7 +4,7 @@
                       [--results bench/RESULTS-token_class.md] [--extra trainer.max_steps=20 ...]
 
 Both arms are the headline command, `python -m rlx algo=grpo reward=triton seed=<s>` (the recipe of
-conf/experiment/triton_grpo.yaml: same warm start, prompts, group size, steps, temperature and lr), and differ
+conf/recipe/triton_grpo.yaml: same warm start, prompts, group size, steps, temperature and lr), and differ
 only in how a completion's reward reaches its tokens:
   uniform      advantage=group_mean: every token gets r − mean(group) of the scalar reward
                r = correct + plan_weight · plan (+ the speed term on a GPU);

@@ -1,5 +1,5 @@
-"""`python -m rlx algo=grpo reward=triton` brings its tested CPU recipe (conf/experiment/triton_grpo.yaml, chosen
-by config.yaml's `experiment: ${reward}_${algo}`), whatever the order of the overrides, and the command line
+"""`python -m rlx algo=grpo reward=triton` brings its tested CPU recipe (conf/recipe/triton_grpo.yaml, chosen
+by config.yaml's `recipe: ${reward}_${algo}`), whatever the order of the overrides, and the command line
 still has the last word."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def test_command_line_overrides_win(cfg_factory, override):
 
 def test_no_recipe_for_other_pairs_and_it_can_be_dropped(cfg_factory):
     grpo = picked(cfg_factory("algo=grpo"))
-    assert picked(cfg_factory("reward=triton", "~experiment")) == grpo  # the preset's own values
+    assert picked(cfg_factory("reward=triton", "~recipe")) == grpo  # the preset's own values
     dapo = cfg_factory("algo=dapo", "reward=triton")  # no triton_dapo recipe: DAPO's values stand
     assert picked(dapo) == picked(cfg_factory("algo=dapo"))
     assert picked(cfg_factory("reward=math")) == grpo
