@@ -42,3 +42,16 @@ def test_no_recipe_for_other_pairs_and_it_can_be_dropped(cfg_factory):
     dapo = cfg_factory("algo=dapo", "reward=triton")  # no triton_dapo recipe: DAPO's values stand
     assert picked(dapo) == picked(cfg_factory("algo=dapo"))
     assert picked(cfg_factory("reward=math")) == grpo
+
+
+def test_gpu_recipe_scales_the_cpu_one_up(cfg_factory):
+    from rlx.checks import build_node
+
+    cpu, gpu = cfg_factory("reward=triton"), cfg_factory("reward=triton", "recipe=triton_grpo_gpu")
+    assert gpu.algo.temperature == cpu.algo.temperature  # a diff over the CPU recipe
+    assert gpu.algo.prompts_per_step * gpu.algo.group_size > cpu.algo.prompts_per_step * cpu.algo.group_size
+    assert gpu.trainer.max_steps > cpu.trainer.max_steps and gpu.reward.workers > cpu.reward.workers
+    assert gpu.model.warm_start.steps > cpu.model.warm_start.steps
+    task = build_node(gpu, "data")  # KernelBench-sized rows: blocks up to 4096, masked where a row overhangs
+    assert {r["plan"] for r in task.train} == {"B=1024, mask c<n", "B=1024, no mask", "B=4096, mask c<n",
+                                               "B=512, no mask", "B=4096, no mask"}
