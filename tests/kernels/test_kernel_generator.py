@@ -60,7 +60,7 @@ def test_plan_is_the_smallest_covering_power_of_two(task):
                                                                (256, True)]
     relu = task.problems["relu 16x100 f32"]
     assert relu.plan == "B=128, mask c<n" and relu.solution.startswith("# plan: B=128, mask c<n\n")
-    assert "B=128)" in relu.solution and ",mask=m" in relu.solution
+    assert "B=triton.next_power_of_2(x.shape[1]))" in relu.solution and ",mask=m" in relu.solution
     exact = task.problems["softmax 8x64 bf16"]
     assert exact.plan == "B=64, no mask" and "mask" not in exact.solution.split("\n", 1)[1]
     assert ".to(tl.float32)" in exact.solution and ".to(torch.bfloat16)" in exact.source
@@ -71,7 +71,7 @@ def test_rows_carry_what_the_reward_reads(task):
     assert row["prompt"] == "# add,sigmoid 16x100 f16\n"
     assert row["preamble"].startswith("import torch\n") and row["plan"] == "B=128, mask c<n"
     assert "class Model(nn.Module)" in row["source"] and "def get_inputs()" in row["source"]
-    source_style = kernels_task("data.prompt_style=source", "data.max_new_tokens=480")
+    source_style = kernels_task("data.prompt_style=source")
     assert source_style.train[0]["prompt"].startswith(source_style.train[0]["source"])
     assert all(len(p.solution) < task.max_new_tokens for p in task.problems.values())
 
@@ -122,7 +122,7 @@ def test_noise_share_and_determinism(task):
     ("data.shapes=[[16]]", "data.shapes must be a non-empty list of [rows, cols]"),
     ("data.val_size=2000", "data.val_size must be in (0, 585)"),
     ("data.unary=[relu,swish]", "data.unary names unknown operations ['swish']"),
-    ("data.max_new_tokens=300", "raise it to at least"),
+    ("data.max_new_tokens=480", "raise it to at least"),
 ])
 def test_bad_values_name_the_key(override, message):
     with pytest.raises(ConfigError, match=re.escape(message)):

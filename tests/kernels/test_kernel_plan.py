@@ -10,7 +10,7 @@ import torch
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
-from rlx.data.kernels.generator import IMPORTS, generate
+from rlx.data.kernels.generator import IMPORTS, block_plan, generate
 from rlx.data.kernels.ops import BINARY, ROWS, UNARY
 from rlx.data.kernels.task import CODE_ONLY, CORRUPTIONS
 from rlx.models.tokenizer import build_char_tokenizer
@@ -26,17 +26,17 @@ def k(xp,o,n,B:tl.constexpr):
 class ModelNew(nn.Module):
  def forward(self,x):
   y=torch.empty_like(x)
-  k[(1,)](x,y,x.shape[1],B={block})
+  k[(1,)](x,y,x.shape[1],B=triton.next_power_of_2(x.shape[1]))
   return y
 """
 
 
-def answer(plan: str, block: str = "128", masked: bool = True) -> str:
-    return f"# plan: {plan}\n" + KERNEL.format(mask=",mask=c<n" if masked else "", block=block)
+def answer(plan: str, masked: bool = True) -> str:
+    return f"# plan: {plan}\n" + KERNEL.format(mask=",mask=c<n" if masked else "")
 
 
-def score(text: str, reference: str | None = "B=128, mask c<n") -> float:
-    return plan_score(text, IMPORTS + text, reference)
+def score(text: str, blocks: list | None, reference: str | None = "B=128, mask c<n") -> float:
+    return plan_score(text, IMPORTS + text, blocks, reference)
 
 
 def test_read_plan():
@@ -45,32 +45,50 @@ def test_read_plan():
     assert read_plan("# plan: B=128 mask c<n") is None and read_plan("# plan B=128, mask") is None
 
 
-@pytest.mark.parametrize(("text", "reference", "expected"), [
-    (answer("B=128, mask c<n"), "B=128, mask c<n", 1.0),  # consistent and sound
-    (answer("B=128, mask c<n"), None, 1.0),  # no reference plan: consistency alone
-    (answer("B=64, mask c<n", block="64"), "B=128, mask c<n", 0.0),  # consistent, wrong block for the row
-    (answer("B=64, mask c<n"), None, 0.0),  # says 64, launches 128
-    (answer("B=128, no mask"), None, 0.0),  # says no mask, masks
-    (answer("B=128, mask c<n", masked=False), None, 0.0),  # says mask, masks nothing
-    (answer("B=128, no mask", masked=False), "B=128, no mask", 1.0),
-    (answer("B=128, mask c<n", block="n"), None, 0.0),  # the block is not a literal
-    (answer("B=1, mask c<n", block="True"), None, 0.0),  # True == 1, but it is not an int literal
-    (KERNEL.format(mask=",mask=c<n", block="128"), None, 0.0),  # no plan line
-    ("# plan: B=128, mask c<n\ndef (:", None, 0.0),  # code that does not parse
-    ("# plan: B=128, mask c<n\n" + "(" * 300 + ")" * 300, None, 0.0),  # nesting the parser refuses
+LAUNCHED = [{"B": 128}]  # what the harness records for one launch with B=128
+
+
+@pytest.mark.parametrize(("text", "blocks", "reference", "expected"), [
+    (answer("B=128, mask c<n"), LAUNCHED, "B=128, mask c<n", 1.0),  # consistent and sound
+    (answer("B=128, mask c<n"), LAUNCHED * 3, None, 1.0),  # no reference plan: consistency alone
+    (answer("B=64, mask c<n"), [{"B": 64}], "B=128, mask c<n", 0.0),  # consistent, wrong block for the row
+    (answer("B=64, mask c<n"), LAUNCHED, None, 0.0),  # says 64, launched 128
+    (answer("B=128, mask c<n"), [{"B": 128}, {"B": 64}], None, 0.0),  # a second launch with another block
+    (answer("B=128, mask c<n"), [{"BLOCK": 128}], None, 0.0),  # launched without the planned keyword
+    (answer("B=128, mask c<n"), [], None, 0.0),  # ran, never launched
+    (answer("B=128, mask c<n"), None, None, 0.0),  # never ran (static failure)
+    (answer("B=128, no mask"), LAUNCHED, None, 0.0),  # says no mask, masks
+    (answer("B=128, mask c<n", masked=False), LAUNCHED, None, 0.0),  # says mask, masks nothing
+    (answer("B=128, no mask", masked=False), LAUNCHED, "B=128, no mask", 1.0),
+    (answer("B=1, mask c<n"), [{"B": True}], None, 0.0),  # True == 1, but it is not an int
+    (answer("B=128, mask c<n"), "B=128", None, 0.0),  # forged records of the wrong shape
+    (answer("B=128, mask c<n"), [["B", 128]], None, 0.0),
+    (KERNEL.format(mask=",mask=c<n"), LAUNCHED, None, 0.0),  # no plan line
+    ("# plan: B=128, mask c<n\ndef (:", LAUNCHED, None, 0.0),  # code that does not parse
+    ("# plan: B=128, mask c<n\n" + "(" * 300 + ")" * 300, LAUNCHED, None, 0.0),  # nesting the parser refuses
 ])
-def test_plan_score_hand_cases(text, reference, expected):
-    assert score(text, reference) == expected
+def test_plan_score_hand_cases(text, blocks, reference, expected):
+    assert score(text, blocks, reference) == expected
+
+
+def launched_by(problem, text: str) -> list:
+    """The launches a generated answer makes (sandbox runs in tests/rewards/test_triton_reward.py confirm it)."""
+    if "if False else None" in text:
+        return []
+    block = block_plan(problem.shape[1])[0]
+    return [{"B": block // 2 if "shape[1])//2" in text else block}]
 
 
 def test_every_reference_plan_scores_and_plan_corruptions_lose_it():
     for problem in generate([(16, 48), (8, 64), (4, 128)], ["float32", "bfloat16"], list(UNARY), list(BINARY),
                             list(ROWS), fused=True):
-        assert score(problem.solution, problem.plan) == 1.0, problem.name
+        assert score(problem.solution, launched_by(problem, problem.solution), problem.plan) == 1.0, problem.name
         for name, corrupt in CORRUPTIONS.items():
             text = corrupt(problem.solution)
-            if text is not None:
-                assert score(text, problem.plan) == (1.0 if name in CODE_ONLY else 0.0), (name, problem.name)
+            if text is None:
+                continue
+            expected = 1.0 if name in CODE_ONLY else 0.0
+            assert score(text, launched_by(problem, text), problem.plan) == expected, (name, problem.name)
 
 
 def token_class_estimator():

@@ -4,7 +4,10 @@ fused pairs (a binary op followed by an activation, as in KernelBench level 2).
 Each problem is a KernelBench task file (`Model`, `get_inputs`, `get_init_inputs`) and a reference answer
 that starts with its plan: `# plan: B=128, mask c<n` states the block size (the smallest power of two that
 covers a row; one program per row) and the masking strategy (mask the columns past the row's end, or no mask
-when the block is exactly the row). Half-precision problems compute in float32 and return the input dtype,
+when the block is exactly the row). The code computes its block from the input's shape at launch
+(`B=triton.next_power_of_2(x.shape[1])`), so the plan's block is its own statement, checked against the launch
+by reward=triton (rlx.rewards.triton.plan), and a kernel is named after its op (`add_sigmoid_k`), which lets
+the tiny model tie the expression to the op it read in the prompt. Half-precision problems compute in float32 and return the input dtype,
 in the task file and in the kernel (loads cast up, the store casts back), so the reference and a correct
 kernel agree to well within KernelBench's 1e-2 tolerance.
 
@@ -92,7 +95,8 @@ def _solution(op: str, inputs: list[str], lines: list[str], result: str, fill: s
            f" tl.store(o+r,{result})" if reduces else f" tl.store(o+r*n+c,{result}{mask})",
            "class ModelNew(nn.Module):", f" def forward(self,{','.join(inputs)}):",
            f"  y=torch.empty({first}.shape[0],dtype={first}.dtype)" if reduces else f"  y=torch.empty_like({first})",
-           f"  {kernel}[({first}.shape[0],)]({','.join(inputs)},y,{first}.shape[1],B={block})", "  return y"]
+           f"  {kernel}[({first}.shape[0],)]({','.join(inputs)},y,{first}.shape[1],"
+           f"B=triton.next_power_of_2({first}.shape[1]))", "  return y"]
     return "\n".join(out) + "\n"
 
 

@@ -40,12 +40,13 @@ def _sub(pattern: str, new: str | Callable, where: str = "all") -> Callable[[str
     return corrupt
 
 
-def _scale_block(factor: float) -> Callable[[str], str | None]:
-    """Plan and launch both use `factor` times the block: consistent, but the block no longer fits the row."""
-    def corrupt(text: str) -> str | None:
-        found = re.search(r"B=(\d+)", text)
-        return None if found is None else re.sub(r"\bB=\d+\b", f"B={int(int(found.group(1)) * factor)}", text)
-    return corrupt
+def _half_block(text: str) -> str | None:
+    """Plan and launch both use half the block: consistent, but half of every row is never computed."""
+    found = re.search(r"B=(\d+)", text)
+    if found is None or "B=triton.next_power_of_2(" not in text:
+        return None
+    text = text.replace(found.group(0), f"B={int(found.group(1)) // 2}", 1)
+    return re.sub(r"(B=triton\.next_power_of_2\(\w+\.shape\[1\]\))", r"\1//2", text)
 
 
 def _drop_masks(text: str) -> str | None:
@@ -62,14 +63,17 @@ CORRUPTIONS: dict[str, Callable[[str], str | None]] = {
     "unmasked_store": _sub(r"(tl\.store\(o\+r\*n\+c,.*),mask=m\)$", r"\1)", "code"),  # writes past the row
     "wrong_constant": _sub(r"(?<!other=)\b([01])\.0\b", lambda m: "0.5" if m.group(1) == "0" else "2.0", "code"),
     "torch_fallback": _sub(r"return y$", "return torch.relu(y)", "code"),  # torch compute in forward
-    "never_launched": _sub(r"(B=\d+\))$", r"\1 if False else None", "code"),
+    "never_launched": _sub(r"(\.shape\[1\]\)\))$", r"\1 if False else None", "code"),
     "plan_block": _sub(r"B=(\d+)", lambda m: f"B={2 * int(m.group(1))}", "plan"),  # code right, plan wrong
     "plan_mask": _sub(r"(mask c<n|no mask)$", lambda m: "no mask" if m.group(1) == "mask c<n" else "mask c<n", "plan"),
-    "half_block": _scale_block(0.5),  # plan and code: half of every row is never computed
+    "half_block": _half_block,  # plan and code: half of every row is never computed
     "no_mask": _drop_masks,  # plan and code: out-of-bounds reads and writes
 }
-CODE_ONLY = ("unmasked_store", "wrong_constant", "torch_fallback", "never_launched")  # the plan stays right
-PLAN_ONLY = ("plan_block", "plan_mask")  # the code stays right
+# What each costs: CODE_ONLY correctness (the plan line is unchanged and still agrees with the launch), PLAN_ONLY
+# the plan (the code still passes); the rest both (never_launched changes only the code, but a plan cannot agree
+# with a launch that never happens).
+CODE_ONLY = ("unmasked_store", "wrong_constant", "torch_fallback")
+PLAN_ONLY = ("plan_block", "plan_mask")
 
 
 class KernelTask(Task):

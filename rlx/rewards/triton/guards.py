@@ -73,9 +73,10 @@ class ForwardGuard(TorchFunctionMode):
         raise PermissionError(f"torch.{name} inside ModelNew.forward: compute must happen in Triton kernels")
 
 
-def count_launches(guard_box: list, counter: list) -> None:
-    """Wrap the Triton launch entry points (compiled and interpreted) to count launches at runtime and
-    lift the allow-list while a kernel's own launcher runs."""
+def count_launches(guard_box: list, counter: list, blocks: list) -> None:
+    """Wrap the Triton launch entry points (compiled and interpreted) to count launches at runtime, keep the
+    integer keyword arguments of the first 8 (e.g. {"B": 128}: what a plan's block is checked against), and lift
+    the allow-list while a kernel's own launcher runs."""
     import triton.runtime.interpreter as interpreter
     import triton.runtime.jit as jit
 
@@ -84,6 +85,8 @@ def count_launches(guard_box: list, counter: list) -> None:
 
         def run(self, *args, _original=original, **kwargs):
             counter[0] += 1
+            if len(blocks) < 8:
+                blocks.append({k: v for k, v in kwargs.items() if type(v) is int and k not in ("grid", "warmup")})
             guard = guard_box[0]
             previous = guard.in_launch if guard else False
             if guard:

@@ -167,13 +167,15 @@ class TritonReward:
         verdicts = [decide(checks[i], results.get(i, {"infra": "not run"}),
                            references[hashlib.sha256(row["source"].encode()).hexdigest()], self.speedup_cap,
                            self.speedup_weight) for i, row in enumerate(rows)]
-        return [self._with_plan(v, completion, code, row.get("plan"))
-                for v, completion, code, row in zip(verdicts, completions, codes, rows)]
+        return [self._with_plan(v, completions[i], codes[i], results.get(i), row.get("plan"))
+                for i, (v, row) in enumerate(zip(verdicts, rows))]
 
-    def _with_plan(self, verdict: Verdict, completion: str, code: str, reference: str | None) -> Verdict:
+    def _with_plan(self, verdict: Verdict, completion: str, code: str, result: dict | None,
+                   reference: str | None) -> Verdict:
         if verdict.status == Status.INFRA:
             return verdict
-        plan = plan_score(completion, code, reference)
+        first = [r for r in (result or {}).get("records", []) if isinstance(r, dict) and r.get("trial") == 0]
+        plan = plan_score(completion, code, first[0].get("blocks") if first else None, reference)
         return dataclasses.replace(verdict, reward=verdict.reward + self.plan_weight * plan,
                                    components={**verdict.components, "plan": plan})
 
