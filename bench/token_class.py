@@ -71,15 +71,14 @@ def table(results: dict) -> str:
         for seed, r in sorted(results[arm].items()):
             lines.append(f"| {arm} | {seed} | {pair(r['correct'])} | {pair(r['plan'])} | {pair(r['valid'])} | "
                          f"{pair(r['val'])} | {r['wall_s']:.0f} s |")
+    def mean(runs: list[dict], key: str) -> tuple[float, float]:
+        return statistics.mean(r[key][0] for r in runs), statistics.mean(r[key][1] for r in runs)
+
     for arm in ARMS:
         runs = list(results[arm].values())
-
-        def mean(key: str) -> tuple[float, float]:
-            return statistics.mean(r[key][0] for r in runs), statistics.mean(r[key][1] for r in runs)
-
         gain = statistics.mean(r["correct"][1] - r["correct"][0] for r in runs)
-        lines.append(f"| **{arm}** | mean of {len(runs)} | {pair(mean('correct'))} (gain {gain:+.2f}) | "
-                     f"{pair(mean('plan'))} | {pair(mean('valid'))} | {pair(mean('val'))} | |")
+        lines.append(f"| **{arm}** | mean of {len(runs)} | {pair(mean(runs, 'correct'))} (gain {gain:+.2f}) | "
+                     f"{pair(mean(runs, 'plan'))} | {pair(mean(runs, 'valid'))} | {pair(mean(runs, 'val'))} | |")
     return "\n".join(lines)
 
 
