@@ -1,37 +1,108 @@
-"""python -m rlx [group=option ...] [key=value ...]   (add -m for a sweep)"""
+"""python -m rlx [group=option ...] [key=value ...]   (-m or +sweeps=NAME for a sweep; --help lists the groups)"""
 
 from __future__ import annotations
 
 import logging
+import os
+import sys
 
 import hydra
-from hydra.core.hydra_config import HydraConfig
-from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from rlx.errors import RlxError
+from rlx.cli import configs
+from rlx.errors import explain
 
 log = logging.getLogger("rlx")
 
 
-@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
-def main(cfg: DictConfig) -> float | None:
+@hydra.main(version_base="1.3", config_path=None, config_name="config")  # configs come from rlx:// (see rlx.cli.configs)
+def run(cfg: DictConfig) -> float | None:
+    from rlx.cli.preflight import check_config
+
+    check_config(cfg)  # unset values, the step budget, a sweep started as one run: before any heavy import
+    from rlx.cli.logs import quiet_third_party
     from rlx.train import train  # heavy imports after Hydra has parsed the command line
 
-    try:
-        summary = train(cfg)
-    except RlxError as err:
-        log.error("%s", err)
-        if HydraConfig.get().mode == RunMode.MULTIRUN:
-            raise  # Hydra marks this job FAILED, runs the rest of the sweep, and the sweep report shows it
-        raise SystemExit(f"rlx: {err}") from None
+    quiet_third_party()
+    log.info("%s: %d RL steps, run directory %s", run_description(), cfg.trainer.max_steps, cfg.run_dir)
+    summary = train(cfg)  # an error propagates: Hydra records the job as failed (status.json), main() reports it
     before, after = summary["before"] or {}, summary["after"]
     print(f"\nheld-out accuracy: {before.get('val/accuracy', float('nan')):.3f} -> {after['val/accuracy']:.3f} "
-          f"in {summary['wall_s']:.0f} s ({summary['steps']} RL steps)")
+          f"in {summary['wall_s']:.0f} s ({summary['steps']} RL step{'s' * (summary['steps'] != 1)})")
     print(f"run directory:  {summary['run_dir']}")
     print(f"  summary.json  metrics: {summary['metrics_csv']}  samples: {summary['samples']}")
     print(f"  policy (save_pretrained): {summary['policy_dir']}  resume: ckpt_path={summary['checkpoint']}")
     return after["val/accuracy"]
+
+
+def run_description() -> str:
+    """`algo=grpo reward=math data=arithmetic model=tiny`: the groups that say what this run is."""
+    from hydra.core.hydra_config import HydraConfig
+
+    choices = HydraConfig.get().runtime.choices
+    return " ".join(f"{g}={choices[g]}" for g in ("algo", "reward", "data", "model") if choices.get(g))
+
+
+def compose_without(key: str):
+    """The config this command line composes without its override of `key` (for a did-you-mean), or None."""
+    from hydra import compose, initialize, initialize_config_dir
+    from hydra._internal.utils import get_args_parser
+    from hydra.core.global_hydra import GlobalHydra
+
+    args, _ = get_args_parser().parse_known_args(sys.argv[1:])
+    bare = key.lstrip("+~")
+    rest = [o for o in args.overrides if o.split("=", 1)[0].lstrip("+~") != bare and "," not in o]
+    GlobalHydra.instance().clear()
+    try:
+        if args.config_dir:
+            context = initialize_config_dir(config_dir=os.path.abspath(args.config_dir), version_base="1.3")
+        else:
+            context = initialize(config_path=None, version_base="1.3")
+        with context:
+            return compose(args.config_name or "config", overrides=rest)
+    except Exception:  # noqa: BLE001 — another bad override: the message goes without a suggestion
+        return None
+
+
+class FailedJob:
+    """Hydra writes "Error executing job with overrides: [...]" to stderr before re-raising a failed job's error
+    (JobReturn.return_value); rlx reports the error itself, once, naming the job's overrides in a sweep."""
+
+    in_sweep: str | None = None  # the failed job's overrides, when it was a job of a multirun
+
+    @classmethod
+    def install(cls) -> None:
+        from hydra.core.utils import JobReturn, JobStatus
+        from hydra.types import RunMode
+        from omegaconf import OmegaConf
+
+        def return_value(job: JobReturn):
+            if job.status == JobStatus.COMPLETED:
+                return job._return_value
+            if OmegaConf.select(job.hydra_cfg or {}, "hydra.mode", default=None) == RunMode.MULTIRUN:
+                cls.in_sweep = " ".join(job.overrides or [])
+            raise job._return_value
+
+        JobReturn.return_value = property(return_value, JobReturn.return_value.fset)
+
+
+def main() -> None:
+    """Hydra parses and composes; every bad input ends in one `rlx: error: ...` line and exit status 1."""
+    debug = os.environ.get("RLX_DEBUG", "0") not in ("", "0") or os.environ.get("HYDRA_FULL_ERROR") == "1"
+    configs.register()
+    FailedJob.install()
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises instead of printing its own report (rlx prints one)
+    try:
+        run()
+    except Exception as err:
+        message = None if debug else explain(err, compose=compose_without)
+        if message is None:
+            raise  # RLX_DEBUG=1, or a bug: the traceback is what helps
+        if FailedJob.in_sweep is not None:
+            message = f"a job of the sweep failed ({FailedJob.in_sweep}): {message}"
+        sys.stdout.flush()
+        print(f"rlx: error: {message}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
 
 
 if __name__ == "__main__":

@@ -13,16 +13,25 @@ One training step reads top to bottom:
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
-import numpy as np
 import torch
 from lightning.pytorch import LightningModule
 from lightning.pytorch.plugins.precision import MixedPrecision
 from torch.utils.data import DataLoader, IterableDataset
 
 from rlx.algos.spec import Algorithm
+from rlx.distributed import (
+    EvalTally,
+    HeldWeights,
+    World,
+    eval_sampler,
+    full_weights,
+    mean_over_ranks,
+    shard_modules,
+    sharded,
+    take,
+)
 from rlx.errors import ConfigError
 from rlx.models.reference import FrozenReference
 from rlx.rewards.base import Status
@@ -32,16 +41,15 @@ from rlx.rollout.generate import generate
 from rlx.update import NonFiniteGuard, prepare, update
 
 
-def numpy_rng_state() -> dict:
-    """numpy's RNG state as tensors and numbers, so checkpoints load with torch.load(weights_only=True)."""
-    name, keys, pos, has_gauss, gauss = np.random.get_state()
-    return {"name": name, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
-            "has_gauss": int(has_gauss), "gauss": float(gauss)}
-
-
-def set_numpy_rng_state(state: dict) -> None:
-    keys = state["keys"].numpy().astype(np.uint32)
-    np.random.set_state((state["name"], keys, state["pos"], state["has_gauss"], state["gauss"]))
+def length_by_outcome(lengths, statuses: list[str], valid) -> dict:
+    """rollout/length_pass and rollout/length_fail: mean completion length (tokens, eos included) of the
+    completions that passed and of the scored ones that did not; a side with no completion is not logged."""
+    passed = torch.tensor([s == Status.PASS.value for s in statuses], device=lengths.device)  # [N]
+    out = {}
+    for name, rows in (("pass", passed & valid), ("fail", ~passed & valid)):
+        if rows.any():
+            out[f"rollout/length_{name}"] = lengths[rows].float().mean()
+    return out
 
 
 class StepTicker(IterableDataset):
@@ -73,13 +81,16 @@ class RLModule(LightningModule):
         self.samples_path = Path(samples_path) if samples_path else None
         self.samples_every, self.samples_per_step = samples_every, samples_per_step
         self.before_metrics: dict | None = None  # held-out metrics of the starting policy, kept across resumes
+        self.val_tally = EvalTally()  # held-out sums of this rank (rlx.distributed.evaluation)
+        self.val_weights = HeldWeights()  # trainer=fsdp: the policy's full weights while it evaluates
 
     # ---------------------------------------------------------------- data and optimisers
     def train_dataloader(self):
         return DataLoader(StepTicker(), batch_size=None)
 
     def val_dataloader(self):
-        return DataLoader(self.task.val, batch_size=self.val_batch_size, collate_fn=list)
+        return DataLoader(self.task.val, batch_size=self.val_batch_size, collate_fn=list,
+                          sampler=eval_sampler(World.current(), self.task.val))  # rank's share, no repeats
 
     def configure_optimizers(self):
         optimizer = self.algo.optimizer(self.policy.parameters())
@@ -91,6 +102,9 @@ class RLModule(LightningModule):
     def _move_reference(self) -> None:
         if self.reference is not None:
             self.reference.to(self.device)
+
+    def configure_model(self) -> None:
+        shard_modules(self)  # trainer=fsdp: fully_shard the policy and critic (a no-op under any other strategy)
 
     def on_fit_start(self) -> None:
         self._move_reference()
@@ -105,13 +119,19 @@ class RLModule(LightningModule):
         step = self.global_step
         self.policy.eval()  # no dropout anywhere in the step, so the ratio is exactly 1 before the first update
         self.sampler.begin_step(step)
-        batch, stats = collect(self.policy, self.tokenizer, self.reward, self.sampler, self.task.train,
-                               self.algo.prompts_per_step, self.algo.group_size, self.task.max_new_tokens,
-                               self.algo.temperature, self.tokenizer.pad_token_id)
-        batch, prepared = prepare(batch, self.algo, self.advantage, self.policy, self.reference, self.critic)
-        losses = self.update(batch)
-        self.log_step(batch, stats, {**prepared, **losses})
-        self.write_samples(batch, step)
+        world = World.current()
+        with full_weights(self.policy, self.critic):  # trainer=fsdp: unsharded while generating (rlx.distributed)
+            batch, stats = collect(self.policy, self.tokenizer, self.reward, self.sampler, self.task.train,
+                                   self.algo.prompts_per_step, self.algo.group_size, self.task.max_new_tokens,
+                                   self.algo.temperature, self.tokenizer.pad_token_id)
+            shard = take(world, batch, self.tokenizer.pad_token_id, self.algo.minibatches,
+                         equal=sharded(self.policy))  # this rank's groups
+            batch, prepared = prepare(shard.batch, self.algo, self.advantage, self.policy, self.reference,
+                                      self.critic)
+        losses = mean_over_ranks(world, {**prepared, **self.update(batch)})  # sums of global-weighted parts
+        whole = shard.whole(batch)  # every rank's rows: the step's metrics as one process computes them
+        self.log_step(whole, stats, losses)
+        self.write_samples(whole, step, shard.ranks())
 
     def update(self, batch: RolloutBatch) -> dict[str, float]:
         """Every optimiser update of this RL step, then one counted Lightning step.
@@ -163,27 +183,44 @@ class RLModule(LightningModule):
                for s in set(batch.statuses)},
             **self.sampler.metrics(),
             **losses,
+            **length_by_outcome(mask.sum(-1), batch.statuses, valid),
         }
         shown = {"reward/mean", "loss/kl", "loss/clipfrac"}
         self.log_dict({k: v for k, v in metrics.items() if k not in shown}, on_step=True, batch_size=1)
         self.log_dict({k: v for k, v in metrics.items() if k in shown}, on_step=True, prog_bar=True,
                       batch_size=1)
 
-    def write_samples(self, batch: RolloutBatch, step: int) -> None:
-        if self.samples_path is None or step % self.samples_every:
+    def write_samples(self, batch: RolloutBatch, step: int, ranks: list[int]) -> None:
+        """Every `samples_every` steps, `samples_per_step` completions spread over the batch's prompts (the
+        first completion of each prompt, then the second, ...), each with the row fields the reward checks it
+        against (`reference`: e.g. `answer` for math, `tests` for unit_tests). `ranks[i]`: the rank that trained
+        row i; rank 0 alone writes (the batch holds every rank's rows)."""
+        if self.samples_path is None or step % self.samples_every or not World.current().is_zero:
             return
         rows = self.task.train
+        fields = tuple(getattr(self.reward, "required_fields", ()))
+        prompts = [int(p) for p in batch.prompt_index]
+        rank, seen = [], {}  # rank[i]: how many earlier completions share completion i's prompt
+        for p in prompts:
+            rank.append(seen.get(p, 0))
+            seen[p] = rank[-1] + 1
+        picked = sorted(range(len(prompts)), key=lambda i: (rank[i], i))[: self.samples_per_step]
         with self.samples_path.open("a", encoding="utf-8") as out:
-            for i in range(min(self.samples_per_step, len(batch.completions))):
+            for i in picked:
+                row = rows[prompts[i]]
                 out.write(json.dumps({
-                    "step": step, "prompt": rows[int(batch.prompt_index[i])]["prompt"],
-                    "completion": batch.completions[i], "reward": float(batch.rewards[i]),
-                    "status": batch.statuses[i],
-                }) + "\n")
+                    "step": step, "prompt": row["prompt"], "completion": batch.completions[i],
+                    "reference": {f: row[f] for f in fields if f in row},
+                    "reward": float(batch.rewards[i]), "status": batch.statuses[i], "rank": ranks[i],
+                }, default=str) + "\n")
 
     # ---------------------------------------------------------------- held-out evaluation
     def on_validation_start(self) -> None:
         self._move_reference()
+
+    def on_validation_epoch_start(self) -> None:
+        self.val_tally.reset()
+        self.val_weights.hold(self.policy)  # trainer=fsdp: ranks decode different numbers of batches
 
     def validation_step(self, rows: list[dict], batch_idx: int) -> None:
         texts = generate(self.policy, self.tokenizer, [r["prompt"] for r in rows], self.task.max_new_tokens,
@@ -191,18 +228,24 @@ class RLModule(LightningModule):
         verdicts = score(self.reward, texts, rows)
         passed = torch.tensor([v.status == Status.PASS for v in verdicts], dtype=torch.float32)
         rewards = torch.tensor([float(v.reward) for v in verdicts])
-        self.log("val/accuracy", passed.mean(), batch_size=len(rows), prog_bar=True)
-        self.log("val/reward", rewards.mean(), batch_size=len(rows))
+        self.val_tally.add(passed, rewards)
+
+    def on_validation_epoch_end(self) -> None:
+        # sums over every rank's rows / the true count: not Lightning's mean of the ranks' means
+        self.val_weights.release()
+        results = self.val_tally.results(World.current())
+        self.log("val/accuracy", results.pop("val/accuracy"), prog_bar=True, sync_dist=True)
+        self.log_dict(results, sync_dist=True)  # equal on every rank: the sync averages equal values
 
     # ---------------------------------------------------------------- checkpoints
+    # Lightning saves the weights, optimisers, schedules and step; the module adds what it alone holds. The
+    # global RNGs need no saving: every RL step reseeds them from (seed, step) (rlx.callbacks.checkpoint).
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         checkpoint["rlx"] = {
-            "sampler": self.sampler.state_dict(),
-            "advantage": self.advantage.state_dict(),
+            "sampler": self.sampler.state_dict(),  # the curriculum: its own RNG, position, estimates
+            "advantage": self.advantage.state_dict(),  # e.g. the running-mean baseline
             "before": self.before_metrics,
-            "rng": {"python": random.getstate(), "numpy": numpy_rng_state(),
-                    "torch": torch.get_rng_state(),
-                    "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None},
+            "guard": {"skipped": self.guard.skipped, "in_row": dict(self.guard.in_row)},  # non-finite updates
         }
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
@@ -210,8 +253,5 @@ class RLModule(LightningModule):
         self.sampler.load_state_dict(state["sampler"])
         self.advantage.load_state_dict(state["advantage"])
         self.before_metrics = state["before"]
-        random.setstate(state["rng"]["python"])
-        set_numpy_rng_state(state["rng"]["numpy"])
-        torch.set_rng_state(state["rng"]["torch"])
-        if state["rng"]["cuda"] is not None and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(state["rng"]["cuda"])
+        self.guard.skipped = state["guard"]["skipped"]
+        self.guard.in_row.update(state["guard"]["in_row"])

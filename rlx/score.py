@@ -2,54 +2,89 @@
 
 Prints one JSON verdict (reward, status, components, per-check details). The task JSON has the same fields as
 a row of that reward's dataset (math: `answer`; unit_tests: `tests` (+ `entry_point`); triton: `source`).
-The reward is built from conf/reward/<name>.yaml exactly as training builds it, with overrides applied.
+The reward is composed by Hydra from rlx's config exactly as `python -m rlx reward=<name> reward.k=v` composes
+it (defaults lists, interpolations and all), then built from its `_target_` as training builds it.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
-from hydra.utils import instantiate
-from omegaconf import OmegaConf
-
-CONF = Path(__file__).resolve().parents[1] / "conf" / "reward"
 USAGE = "usage: python -m rlx.score reward=<name> task=<task.json> completion=<file> [reward.key=value ...]"
 
 
 def parse_args(argv: list[str]) -> tuple[dict, list[str]]:
+    from rlx.errors import ConfigError, did_you_mean
+
     args, overrides = {}, []
     for arg in argv:
         key, sep, value = arg.partition("=")
         if not sep:
-            raise SystemExit(f"rlx.score: argument {arg!r} is not key=value\n{USAGE}")
-        if key.startswith("reward."):
-            overrides.append(f"{key.removeprefix('reward.')}={value}")
+            raise ConfigError(f"argument {arg!r} is not key=value. {USAGE}")
+        if key.lstrip("+~").startswith("reward."):
+            overrides.append(arg)
         elif key in ("reward", "task", "completion"):
             args[key] = value
         else:
-            raise SystemExit(f"rlx.score: unknown key {key!r}\n{USAGE}")
+            guess = did_you_mean(key, ("reward", "task", "completion"))
+            hint = f"did you mean {guess}=...? " if guess else ""
+            raise ConfigError(f"unknown argument {key!r}: {hint}{USAGE}")
     missing = [k for k in ("reward", "task", "completion") if k not in args]
     if missing:
-        raise SystemExit(f"rlx.score: missing {missing}\n{USAGE}")
+        raise ConfigError(f"missing {', '.join(f'{k}=...' for k in missing)}. {USAGE}")
     return args, overrides
 
 
+def compose_config(overrides: list[str]):
+    """rlx's config as `python -m rlx <overrides>` composes it."""
+    from hydra import compose, initialize
+    from hydra.core.global_hydra import GlobalHydra
+
+    from rlx.cli import configs
+
+    configs.register()
+    GlobalHydra.instance().clear()
+    with initialize(config_path=None, version_base="1.3"):
+        return compose("config", overrides=overrides)
+
+
+def build_reward(name: str, overrides: list[str]):
+    """The `reward` node of rlx's config composed with reward=<name> and the overrides, then instantiated."""
+    from rlx.checks import build_node
+
+    return build_node(compose_config([f"reward={name}", *overrides]), "reward")
+
+
+def load_inputs(args: dict) -> tuple[dict, str]:
+    from rlx.errors import ConfigError
+
+    paths = {k: Path(args[k]) for k in ("task", "completion")}
+    for key, path in paths.items():
+        if not path.is_file():
+            raise ConfigError(f"{key}={path}: no such file")
+    try:
+        row = json.loads(paths["task"].read_text())
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"task={paths['task']} is not JSON ({err}): write one dataset row as a JSON object") from None
+    if not isinstance(row, dict):
+        raise ConfigError(f"task={paths['task']} holds a {type(row).__name__}, not one row (a JSON object)")
+    return row, paths["completion"].read_text()
+
+
 def main(argv: list[str]) -> dict:
+    from rlx.errors import ConfigError
+
     args, overrides = parse_args(argv)
-    path = CONF / f"{args['reward']}.yaml"
-    if not path.is_file():
-        choices = sorted(p.stem for p in CONF.glob("*.yaml"))
-        raise SystemExit(f"rlx.score: no reward {args['reward']!r}; choose one of {choices}")
-    cfg = OmegaConf.merge(OmegaConf.load(path), OmegaConf.from_dotlist(overrides))
-    row = json.loads(Path(args["task"]).read_text())
-    completion = Path(args["completion"]).read_text()
-    reward = instantiate(cfg)
+    row, completion = load_inputs(args)
+    reward = build_reward(args["reward"], overrides)
     try:
         missing = [f for f in reward.required_fields if f not in row]
         if missing:
-            raise SystemExit(f"rlx.score: {args['task']} lacks field(s) {missing} that reward={args['reward']} reads")
+            raise ConfigError(f"task={args['task']} lacks field(s) {missing} that reward={args['reward']} reads "
+                              f"(it has {sorted(row)})")
         verdict = reward([completion], [row])[0]
     finally:
         close = getattr(reward, "close", None)
@@ -58,5 +93,29 @@ def main(argv: list[str]) -> dict:
     return verdict.to_json()
 
 
+def cli() -> None:
+    from rlx.errors import explain
+
+    debug = os.environ.get("RLX_DEBUG", "0") not in ("", "0")
+    argv = sys.argv[1:]
+
+    def compose_without(key: str):  # for a did-you-mean on a misspelt reward.<key>
+        try:
+            kept = [a for a in argv if a.startswith("reward") and a.split("=", 1)[0].lstrip("+~") != key.lstrip("+~")]
+            return compose_config(kept)
+        except Exception:  # noqa: BLE001 — only a hint
+            return None
+
+    try:
+        verdict = main(argv)
+    except Exception as err:
+        message = None if debug else explain(err, compose=compose_without)
+        if message is None:
+            raise
+        print(f"rlx.score: error: {message}", file=sys.stderr)
+        raise SystemExit(1) from None
+    print(json.dumps(verdict, indent=2, default=str))
+
+
 if __name__ == "__main__":
-    print(json.dumps(main(sys.argv[1:]), indent=2, default=str))
+    cli()

@@ -13,10 +13,16 @@ import lightning.pytorch as pl
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from rlx.callbacks.resume import Resume
 from rlx.checks import build_node, check_algorithm, check_task
+from rlx.cli.preflight import bundled_task_hint
+from rlx.distributed import World, env_is_rank_zero, quiet_other_ranks, replicas, save_policy
+from rlx.distributed.checks import check_config, check_trainer
 from rlx.errors import ConfigError
+from rlx.inert import warn_inert
 from rlx.models.reference import FrozenReference
 from rlx.module import RLModule
+from rlx.report.run import finish_run
 
 log = logging.getLogger(__name__)
 
@@ -29,10 +35,14 @@ def build(cfg: DictConfig) -> tuple[RLModule, pl.Trainer]:
     check_algorithm(algo, advantage, has_critic=algo.critic is not None)
     task = build_node(cfg, "data")
     reward = build_node(cfg, "reward")
-    check_task(task, reward)
+    with bundled_task_hint():  # rows without the reward's fields: name the reward's own task as the fix
+        check_task(task, reward)
+    check_config(cfg, algo, advantage, task)  # several processes: what they need from the config (rlx.distributed)
     sampler = build_node(cfg, "curriculum")
     sampler.bind(task.train)  # a curriculum the data cannot serve (sorted without its key) fails before the model loads
-    loaded = build_node(cfg, "model")(task)
+    model = build_node(cfg, "model")
+    warn_inert(cfg, algo=algo, advantage=advantage, task=task, reward=reward, sampler=sampler, model=model)
+    loaded = model(task)
     reference = FrozenReference(copy.deepcopy(loaded.policy)) if algo.uses_reference else None  # the SFT policy
     critic = algo.critic.build(loaded.policy) if algo.critic is not None else None  # PPO's value network
     run_dir = Path(cfg.run_dir)
@@ -43,6 +53,7 @@ def build(cfg: DictConfig) -> tuple[RLModule, pl.Trainer]:
         samples_every=cfg.samples_every, samples_per_step=cfg.samples_per_step,
     )
     trainer = build_node(cfg, "trainer", logger=build_node(cfg, "logger"))
+    check_trainer(trainer, algo, advantage, task)
     return module, trainer
 
 
@@ -53,21 +64,27 @@ def validate(trainer: pl.Trainer, module: RLModule) -> dict:
 
 def train(cfg: DictConfig) -> dict:
     start = time.perf_counter()
+    quiet_other_ranks()  # several processes: rank 0 alone prints (rlx.distributed)
     reset_peak_memory()  # a multirun runs its jobs in one process: each summary reports its own peak
     run_dir = Path(cfg.run_dir)
+    resume = Resume.prepare(cfg)  # ckpt_path checked (exists, readable, same config) before anything loads
     module, trainer = build(cfg)
-    OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
-    if cfg.ckpt_path is None:
+    resume.attach(trainer, start)
+    if env_is_rank_zero():  # the ranks Lightning starts run this too, before the process group exists
+        OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
+    if resume.path is None:
         module.before_metrics = validate(trainer, module)
         log.info("before RL: %s", module.before_metrics)
-    trainer.fit(module, ckpt_path=cfg.ckpt_path)
+    trainer.fit(module, ckpt_path=resume.path)
+    resume.raise_if_stopped(trainer)
     # the last step's training metrics, read before validation replaces what the trainer holds
     train_metrics = {k: round(float(v), 4) for k, v in trainer.callback_metrics.items()
                      if k.split("/")[0] in ("reward", "loss", "rollout", "adv", "curriculum")}
     after = validate(trainer, module)
+    world = World.current()  # every rank evaluated its share; rank 0 alone writes what follows
+    distributed = replicas(world, module.policy)  # world_size, and whether every rank ended with the same weights
     policy_dir = run_dir / "policy"
-    module.policy.save_pretrained(policy_dir)
-    module.tokenizer.save_pretrained(policy_dir)
+    save_policy(world, module.policy, module.tokenizer, policy_dir)  # by rank 0 (gathered first under FSDP)
     close = getattr(module.reward, "close", None)
     if close is not None:
         close()
@@ -75,16 +92,18 @@ def train(cfg: DictConfig) -> dict:
         "before": module.before_metrics,
         "after": after,
         "train": train_metrics,
-        "wall_s": round(time.perf_counter() - start, 1),
+        **resume.totals(trainer, time.perf_counter() - start, peak_rss_mb()),  # wall_s, peak_rss_mb, segments
         "steps": trainer.global_step,
-        "peak_rss_mb": round(peak_rss_mb(), 1),
+        **distributed,
         "run_dir": str(run_dir),
         "policy_dir": str(policy_dir),
         "metrics_csv": str(Path(trainer.logger.log_dir) / "metrics.csv") if trainer.logger else None,
         "samples": str(run_dir / "samples.jsonl"),
         "checkpoint": str(run_dir / "checkpoints" / "last.ckpt"),
     }
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    if world.is_zero:
+        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+        finish_run(run_dir, module, trainer)  # footprint.json, reward/KL/length plots and report.md in the run dir
     return summary
 
 

@@ -22,6 +22,7 @@ import torch
 
 from rlx.algos.aggregation import token_mean
 from rlx.algos.objective import objective, per_token_rewards
+from rlx.distributed import World, average_gradients, global_weights
 from rlx.errors import RlxError
 from rlx.rollout.batch import RolloutBatch
 from rlx.rollout.logprobs import forward_logprobs, map_micro_batches, plan_micro_batches, sequence_logprobs, trim_padding
@@ -80,7 +81,7 @@ def prepare(batch: RolloutBatch, algo, advantage, policy, reference, critic) -> 
     mask = batch.response_mask.float() * sample_mask[:, None]  # [N, T]
     if needs_old_logp(algo):
         old_logp, entropy = sequence_logprobs(policy, *args, **chunks, with_entropy=True)  # [N, T] each
-        metrics["policy/entropy"] = (entropy * token_mean(mask)).sum()
+        metrics["policy/entropy"] = (entropy * global_weights(World.current(), token_mean, mask)).sum()
     kl = algo.kl(old_logp, ref_logp) if algo.uses_reference and algo.kl.in_reward else None  # [N, T]
     token_rewards = per_token_rewards(scores, batch.response_mask, kl, algo.beta)  # [N, T]
     values = None
@@ -102,7 +103,7 @@ def update(batch: RolloutBatch, algo, policy, optimizer, critic, critic_optimize
     steps = 0
     for _ in range(algo.update_epochs):
         order = torch.randperm(n, device=batch.input_ids.device)
-        for rows in order.chunk(algo.minibatches):
+        for rows in order.tensor_split(algo.minibatches):  # exactly `minibatches` steps, on every rank
             mb = batch.select(rows)
             metrics = policy_step(mb, algo, policy, optimizer, backward, guard)
             if critic is not None:
@@ -124,7 +125,8 @@ def policy_step(mb: RolloutBatch, algo, policy, optimizer, backward, guard: NonF
     micro-batches, clipped to algo.max_grad_norm, applied unless non-finite."""
     logp_dtype = mb.advantages.dtype
     mask = mb.loss_mask().to(logp_dtype)  # [n, T]
-    weights, token_weights = algo.aggregate(mask), token_mean(mask)  # [n, T] each: the minibatch's normalisers
+    world = World.current()  # several ranks: the normalisers of the minibatch over every rank's rows (rlx.distributed)
+    weights, token_weights = global_weights(world, algo.aggregate, mask), global_weights(world, token_mean, mask)
     kl = algo.kl if algo.uses_reference else None
     kl_coef = algo.beta if algo.uses_reference and not algo.kl.in_reward else 0.0
     sums: dict[str, torch.Tensor] = defaultdict(float)
@@ -144,6 +146,7 @@ def policy_step(mb: RolloutBatch, algo, policy, optimizer, backward, guard: NonF
         for key, value in metrics.items():
             sums[key] = sums[key] + value
     loss = sums.pop("loss")
+    average_gradients(world, policy.parameters())  # several ranks: one all-reduce per optimiser step
     norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), algo.max_grad_norm)
     if guard.allows("policy", loss, norm):
         optimizer.step()
@@ -155,7 +158,8 @@ def critic_step(mb: RolloutBatch, algo, critic, optimizer, backward, guard: NonF
     """One optimiser step of the critic on the value loss (a token mean over the minibatch), micro-batched
     like the policy's."""
     mask = mb.loss_mask().to(mb.values.dtype)  # [n, T]
-    token_weights = token_mean(mask)  # [n, T]
+    world = World.current()
+    token_weights = global_weights(world, token_mean, mask)  # [n, T]
     loss = torch.zeros((), dtype=mask.dtype, device=mask.device)
     optimizer.zero_grad(set_to_none=True)
     for rows, ids, attention, width in micro_batches(mb, algo):
@@ -164,6 +168,7 @@ def critic_step(mb: RolloutBatch, algo, critic, optimizer, backward, guard: NonF
         part = (algo.critic.loss(values, mb.values[cut], mb.returns[cut]) * token_weights[cut]).sum()  # []
         backward(part)
         loss = loss + part.detach()
+    average_gradients(world, critic.parameters())
     norm = torch.nn.utils.clip_grad_norm_(critic.parameters(), algo.critic.max_grad_norm)
     if guard.allows("critic", loss, norm):
         optimizer.step()

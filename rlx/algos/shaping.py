@@ -62,12 +62,13 @@ class RewardShaping:
                 or self.filter_truncated)
 
     def __call__(self, batch) -> tuple[Tensor, Tensor]:
-        """Returns: shaped rewards [N], valid [N] (False where a sample is masked out)."""
+        """Returns: shaped rewards [N], sample mask [N] (the valid samples the loss and the advantages see;
+        batch.valid itself is left as it is, so reward metrics still count truncated samples)."""
         rewards = clip_rewards(batch.rewards, self.clip_low, self.clip_high)  # [N]
         if self.max_length is not None:
             # |y| counts the answer's tokens, not the eos that ends it (rlx's choice): a completion that
             # stops exactly at L_max − L_cache tokens is not punished, a truncated one is.
             lengths = batch.response_mask.sum(-1) - (~batch.truncated).long()  # [N]
             rewards = rewards + soft_overlong_penalty(lengths, self.max_length, self.cache_length).to(rewards.dtype)
-        valid = overlong_filter(batch.valid, batch.truncated) if self.filter_truncated else batch.valid
-        return rewards, valid
+        keep = overlong_filter(batch.valid, batch.truncated) if self.filter_truncated else batch.valid
+        return rewards, keep

@@ -25,6 +25,7 @@ from rlx.models.loading import LoadedModel, load_local
 from rlx.models.tokenizer import build_char_tokenizer
 from rlx.models.warm_start import WarmStartConfig, supervised_finetune
 from rlx.rollout.generate import generate
+from rlx.seeding import isolated_rng
 
 log = logging.getLogger(__name__)
 FORMAT_VERSION = 1
@@ -73,7 +74,8 @@ class TinyModel:
         if (target / "config.json").is_file():
             log.info("warm start: reusing %s", target)
         else:
-            self.build(task, target)
+            with isolated_rng():  # the SFT's draws never reach the caller's RNGs (the RL phase: rlx.seeding)
+                self.build(task, target)
         return load_local(target, self.dtype)
 
     def build(self, task, target: Path) -> None:

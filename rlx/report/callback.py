@@ -32,6 +32,8 @@ from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from rlx.distributed.env import env_is_rank_zero
+
 log = logging.getLogger(__name__)
 
 
@@ -80,6 +82,7 @@ class SweepReport(Callback):
         self.fail_on_failed_jobs = fail_on_failed_jobs
         self._config: DictConfig | None = None
         self._done = False
+        self._job_cpu = 0.0
 
     # ---------------------------------------------------------------- sweep
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
@@ -130,13 +133,21 @@ class SweepReport(Callback):
 
     # ---------------------------------------------------------------- each job (runs in the job's process)
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        if not env_is_rank_zero():  # a run over several processes (trainer=ddp): rank 0 speaks for the job
+            return
+        self._job_cpu = time.process_time()  # this process's CPU seconds (every thread) before the job
         _write_json(_job_dir(config) / "status.json", {"status": "running",
                                                        "started": time.strftime("%Y-%m-%d %H:%M:%S")})
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
+        if not env_is_rank_zero():
+            return
         failed = job_return.status == JobStatus.FAILED
+        # cpu_s: the job's CPU time, what its wall time would be on one idle core (a shared machine inflates
+        # wall times, not CPU times, much); a sweep's budget on k idle cores is about Σ cpu_s / k.
         doc: dict = {"status": "failed" if failed else "completed",
-                     "ended": time.strftime("%Y-%m-%d %H:%M:%S")}
+                     "ended": time.strftime("%Y-%m-%d %H:%M:%S"),
+                     "cpu_s": round(time.process_time() - self._job_cpu, 1)}
         if failed:
             err = job_return._return_value  # .return_value would re-raise it
             doc["error"] = f"{type(err).__name__}: {err}"

@@ -6,6 +6,12 @@ Columns: the overrides that differ between runs, status, final reward, held-out 
 final KL, final response length, steps and wall time. "Final" is the mean of the last 10% of logged steps
 (at least one) in the run's metrics.csv: a single RL step is noisy. Held-out accuracy comes from the run's
 summary.json (greedy decoding on the validation split, before and after RL).
+
+When `seed` is swept, runs that differ only in their seed form one configuration: a first table gives each
+configuration's mean ± std over its seeds, the plots draw its mean with a ±1 std band, and a configuration is
+marked best only when its lead exceeds the seed-to-seed spread (rlx.report.aggregate.leader). A swept key that
+could not change anything in a run (rlx.inert, the run's inert.json) is marked inert, with the reason.
+A claims sweep (`+sweeps=seed_claims`) also gets claims.md (rlx.report.claims).
 """
 
 from __future__ import annotations
@@ -14,14 +20,11 @@ import csv
 import math
 from pathlib import Path
 
+from rlx.report.aggregate import fmt_mean_std, group_by_config, leader, seeds_swept
 from rlx.report.runs import Run, differing_keys, load_sweep, sweep_name
 
-# (metric in metrics.csv, file name, plot title)
-CURVES = [
-    ("reward/mean", "reward.png", "reward (mean over completions)"),
-    ("loss/kl", "kl.png", "KL to the reference (loss/kl)"),
-    ("rollout/length_mean", "length.png", "response length (tokens)"),
-]
+FOOTNOTE = ("Final = mean of the last 10% of logged steps in each run's metrics.csv; held-out accuracy before/after "
+            "RL from its summary.json (greedy decoding on the validation split).")
 
 
 def _fmt(x: float | None, digits: int = 3, signed: bool = False) -> str:
@@ -62,17 +65,57 @@ def rows(runs: list[Run], keys: list[str]) -> list[dict]:
             "length": run.final("rollout/length_mean"),
             "steps": run.summary.get("steps"),
             "wall_s": run.summary.get("wall_s"),
+            "inert": " ".join(k for k in keys if k in run.inert),
             "error": run.error or "",
         })
     return out
+
+
+def inert_keys(runs: list[Run], keys: list[str]) -> dict[str, tuple[list[str], str]]:
+    """{swept key: (names of the runs where it was inert, the first reason)} for keys inert in some run."""
+    found: dict[str, tuple[list[str], str]] = {}
+    for key in keys:
+        where = [r for r in runs if key in r.inert]
+        if where:
+            found[key] = ([r.job_dir.name for r in where], where[0].inert[key])
+    return found
+
+
+def _table(header: list[str], body: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return lines + ["| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |" for cells in body]
+
+
+def config_table(runs: list[Run], keys: list[str]) -> tuple[list[str], str]:
+    """The per-configuration table (mean ± std over seeds) and the sentence saying which one is best, if any."""
+    configs = group_by_config(runs, keys)
+    lead = leader(configs, lambda r: r.held_out("after"))
+    header = [*[f"`{k}`" for k in configs[0].values], "seeds", "completed", "reward (final)", "held-out acc before",
+              "after", "Δ", "KL (final)", "length (final)", "wall s"]
+    body = []
+    for i, c in enumerate(configs):
+        done = c.completed()
+        after = fmt_mean_std(r.held_out("after") for r in done)
+        delta = [r.held_out("after") - r.held_out("before") for r in done
+                 if r.held_out("after") is not None and r.held_out("before") is not None]
+        body.append([*[short(v) for v in c.values.values()], ", ".join(c.seeds()), f"{len(done)}/{len(c.runs)}",
+                     fmt_mean_std(r.final("reward/mean") for r in done),
+                     fmt_mean_std(r.held_out("before") for r in done),
+                     f"**{after}**" if i == lead.index else after, fmt_mean_std(delta, signed=True),
+                     fmt_mean_std((r.final("loss/kl") for r in done), 4),
+                     fmt_mean_std((r.final("rollout/length_mean") for r in done), 1),
+                     fmt_mean_std((r.summary.get("wall_s") for r in done), 0)])
+    return _table(header, body), lead.note
 
 
 def markdown(name: str, info: dict, runs: list[Run], keys: list[str], pngs: list[str]) -> str:
     table = rows(runs, keys)
     n_failed = sum(r["status"] == "failed" for r in table)
     n_done = sum(r["status"] == "completed" for r in table)
+    by_seed = seeds_swept(runs, keys)
     afters = [r["acc_after"] for r in table if r["acc_after"] is not None]
-    best = max(afters) if len(set(afters)) > 1 else None  # bold the best only where runs differ
+    best = max(afters) if not by_seed and len(set(afters)) > 1 else None  # one seed: bold the best run
+    inert = inert_keys(runs, keys)
     common = sorted({o for r in runs for o in r.overrides} - {o for r in runs for o in r.overrides
                                                              if o.lstrip("+").split("=", 1)[0] in keys})
     lines = [f"# Sweep `{name}`", ""]
@@ -80,24 +123,34 @@ def markdown(name: str, info: dict, runs: list[Run], keys: list[str], pngs: list
     if len(table) - n_done - n_failed:
         summary += f", {len(table) - n_done - n_failed} unfinished"
     lines.append(summary + (f"; swept: {', '.join(f'`{k}`' for k in keys)}" if keys else ""))
+    for key, (where, why) in inert.items():
+        scope = "in every run" if len(where) == len(runs) else f"in runs {', '.join(where)}"
+        lines += ["", f"**Inert**: `{key}` could not change anything {scope}: {why}"]
     if common:
         lines += ["", f"Common overrides: `{' '.join(common)}`"]
     if info.get("command"):
         lines += ["", f"Command: `{info['command']}`"]
+    lead_note = None
+    if by_seed:
+        config_lines, lead_note = config_table(runs, keys)
+        lines += ["", "## Per configuration (mean ± std over seeds)", "", *config_lines, "", lead_note.capitalize()
+                  if lead_note[:1].islower() else lead_note, "", "## Per run"]
     lines.append("")
-    header = ["run", *[f"`{k}`" for k in keys], "status", "reward (final)", "held-out acc before",
-              "after", "Δ", "KL (final)", "length (final)", "steps", "wall s"]
-    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    header = ["run", *[f"`{k}`" for k in keys], "status", "reward (final)", "held-out acc before", "after", "Δ", "KL (final)", "length (final)",
+              "steps", "wall s"]
+    body = []
     for r in table:
         after = _fmt(r["acc_after"])
         if best is not None and r["acc_after"] == best:
             after = f"**{after}**"
         status = r["status"] if r["status"] != "failed" else "**FAILED**"
         wall = "—" if r["wall_s"] is None else f"{r['wall_s']:.0f}"
-        cells = [f"[{r['run']}]({r['run']}/)", *[short(str(r[k])) for k in keys], status, _fmt(r["reward"]),
-                 _fmt(r["acc_before"]), after, _fmt(r["acc_delta"], signed=True), _fmt(r["kl"], 4),
-                 _fmt(r["length"], 1), "—" if r["steps"] is None else str(r["steps"]), wall]
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        marked = [short(str(r[k])) + (" (inert)" if k in r["inert"].split() and len(inert[k][0]) < len(runs) else "")
+                  for k in keys]
+        body.append([f"[{r['run']}]({r['run']}/)", *marked, status, _fmt(r["reward"]), _fmt(r["acc_before"]),
+                     after, _fmt(r["acc_delta"], signed=True), _fmt(r["kl"], 4), _fmt(r["length"], 1),
+                     "—" if r["steps"] is None else str(r["steps"]), wall])
+    lines += _table(header, body)
     failed = [r for r in table if r["status"] == "failed"]
     if failed:
         lines += ["", "Failed runs:", ""]
@@ -105,9 +158,11 @@ def markdown(name: str, info: dict, runs: list[Run], keys: list[str], pngs: list
                   f" (log: `{r['run']}/`)" for r in failed]
     if pngs:
         lines += ["", *[f"![{Path(p).stem}]({p})" for p in pngs]]
-    lines += ["", "Final = mean of the last 10% of logged steps in each run's metrics.csv; held-out accuracy "
-              "before/after RL from its summary.json (greedy decoding on the validation split). "
-              "Bold: best held-out accuracy after RL.", ""]
+    marking = ("Bold: the configuration whose mean held-out accuracy after RL leads by more than the seed-to-seed "
+               "spread (none when no lead is that large)." if by_seed else
+               "Bold: best held-out accuracy after RL (one run per configuration: differences may be within "
+               "seed-to-seed noise; sweep `seed` to measure it).")
+    lines += ["", f"{FOOTNOTE} {marking}", ""]
     return "\n".join(lines)
 
 
@@ -122,62 +177,31 @@ def write_csv(path: Path, runs: list[Run], keys: list[str]) -> None:
         writer.writerows(table)
 
 
-def plot_curves(sweep_dir: Path, runs: list[Run], keys: list[str]) -> list[str]:
-    """One PNG per curve, one line per run (labelled by its differing overrides). Returns the file names."""
-    import matplotlib
+def write_report(path: str | Path) -> Path:
+    """Writes a sweep's report.md, report.csv and PNGs into the sweep directory (and claims.md for a claims
+    sweep), or a single run's report.md and PNGs into the run directory. Returns report.md's path."""
+    path = Path(path)
+    from rlx.report.runs import is_sweep_dir
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
+    if not is_sweep_dir(path):
+        from rlx.report.run import write_run_report
 
-    written = []
-    colors = plt.get_cmap("tab10" if len(runs) <= 10 else "tab20")
-    for metric, filename, title in CURVES:
-        fig, ax = plt.subplots(figsize=(7.5, 4.2), dpi=110)
-        drawn = 0
-        for i, run in enumerate(runs):
-            points = run.metrics.get(metric, [])
-            if not points:
-                continue
-            steps, values = zip(*points)
-            color = colors(i % colors.N)
-            style = "--" if run.status == "failed" else "-"
-            label = run_label(run, keys)
-            if len(values) >= 20:  # raw curve faint, moving average on top
-                k = max(2, len(values) // 10)
-                smooth = [sum(values[max(0, j - k + 1): j + 1]) / len(values[max(0, j - k + 1): j + 1])
-                          for j in range(len(values))]
-                ax.plot(steps, values, style, color=color, alpha=0.25, linewidth=0.8)
-                ax.plot(steps, smooth, style, color=color, label=label, linewidth=1.6)
-            else:
-                ax.plot(steps, values, style, color=color, label=label, linewidth=1.6,
-                        marker="o" if len(values) < 10 else None, markersize=3)
-            drawn += 1
-        ax.set_title(title)
-        ax.set_xlabel("RL step")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_ylabel(metric)
-        ax.grid(alpha=0.3)
-        if drawn:
-            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-        else:
-            ax.text(0.5, 0.5, f"no run logged {metric}" + (" (β = 0 runs log no KL)" if metric == "loss/kl"
-                                                          else ""),
-                    ha="center", va="center", transform=ax.transAxes)
-        fig.savefig(sweep_dir / filename, bbox_inches="tight")
-        plt.close(fig)
-        written.append(filename)
-    return written
-
-
-def write_report(sweep_dir: str | Path) -> Path:
-    """Writes report.md, report.csv and the PNGs into `sweep_dir`; returns report.md's path."""
-    sweep_dir = Path(sweep_dir)
-    info, runs = load_sweep(sweep_dir)
+        return write_run_report(path)
+    info, runs = load_sweep(path)
     keys = differing_keys(runs, info.get("swept", []))
-    name = info.get("name") or sweep_name(sweep_dir)
-    pngs = plot_curves(sweep_dir, runs, keys) if runs else []
-    write_csv(sweep_dir / "report.csv", runs, keys)
-    path = sweep_dir / "report.md"
-    path.write_text(markdown(name, info, runs, keys, pngs))
-    return path
+    name = info.get("name") or sweep_name(path)
+    pngs: list[str] = []
+    if runs:
+        from rlx.report.plots import plot_configs, plot_sweep
+
+        if seeds_swept(runs, keys):
+            pngs = plot_configs(path, group_by_config(runs, keys))
+        else:
+            pngs = plot_sweep(path, runs, [run_label(r, keys) for r in runs])
+    write_csv(path / "report.csv", runs, keys)
+    report = path / "report.md"
+    report.write_text(markdown(name, info, runs, keys, pngs))
+    from rlx.report.claims import write_claims
+
+    write_claims(path, runs, info)
+    return report

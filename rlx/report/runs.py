@@ -7,6 +7,10 @@ Layout (Hydra's, plus two small files the sweep-report callback writes):
     <sweep_dir>/<n>/status.json          running → completed | failed (+ error) (on_job_start / on_job_end)
     <sweep_dir>/<n>/summary.json         before/after held-out metrics, wall time (rlx.train)
     <sweep_dir>/<n>/metrics.csv          every logged metric by step (Lightning's CSVLogger)
+    <sweep_dir>/<n>/inert.json           keys set for this run that could not change anything (rlx.inert)
+    <sweep_dir>/<n>/footprint.json       training-state bytes and the starting model (rlx.report.run)
+
+A single run directory (`python -m rlx`, no sweep) has the same files without the `<n>/` level.
 
 Nothing here imports torch or matplotlib.
 """
@@ -21,6 +25,8 @@ from pathlib import Path
 
 STATUS_FILE = "status.json"
 SWEEP_FILE = "sweep.json"
+INERT_FILE = "inert.json"  # written by rlx.inert.warn_inert
+FOOTPRINT_FILE = "footprint.json"  # written by rlx.report.run.finish_run
 
 
 def sweep_name(sweep_dir: str | Path) -> str:
@@ -86,6 +92,9 @@ class Run:
     error: str | None = None
     summary: dict = field(default_factory=dict)
     metrics: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    inert: dict[str, str] = field(default_factory=dict)  # key -> why it could not change anything
+    footprint: dict = field(default_factory=dict)
+    cpu_s: float | None = None  # the job's CPU seconds (status.json, written by the sweep-report callback)
 
     @property
     def override_map(self) -> dict[str, str]:
@@ -93,6 +102,15 @@ class Run:
 
     def final(self, metric: str) -> float | None:
         return tail_mean(self.metrics.get(metric, []))
+
+    def mean(self, metric: str) -> float | None:
+        """The metric's mean over every logged step (e.g. the share of zero-variance groups over a run)."""
+        points = self.metrics.get(metric, [])
+        return sum(v for _, v in points) / len(points) if points else None
+
+    def total(self, metric: str) -> float | None:
+        points = self.metrics.get(metric, [])
+        return sum(v for _, v in points) if points else None
 
     def held_out(self, when: str, metric: str = "val/accuracy") -> float | None:
         value = (self.summary.get(when) or {}).get(metric)
@@ -121,7 +139,18 @@ def load_run(job_dir: Path) -> Run:
         num = None
     return Run(job_dir=job_dir, num=num, overrides=read_overrides(job_dir), status=status,
                error=status_doc.get("error"), summary=summary,
-               metrics=read_metrics(_metrics_path(job_dir, summary)))
+               metrics=read_metrics(_metrics_path(job_dir, summary)), inert=_read_json(job_dir / INERT_FILE),
+               footprint=_read_json(job_dir / FOOTPRINT_FILE), cpu_s=status_doc.get("cpu_s"))
+
+
+def is_sweep_dir(path: str | Path) -> bool:
+    """A Hydra sweep directory: job subdirectories with their .hydra/overrides.yaml."""
+    return any(Path(path).glob("*/.hydra/overrides.yaml"))
+
+
+def is_run_dir(path: str | Path) -> bool:
+    path = Path(path)
+    return any((path / name).is_file() for name in ("summary.json", "metrics.csv", ".hydra/overrides.yaml"))
 
 
 def load_sweep(sweep_dir: str | Path) -> tuple[dict, list[Run]]:

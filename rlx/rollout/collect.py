@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
+from rlx.distributed import World, sharded_round
 from rlx.rewards.base import Status, Verdict
 from rlx.rollout.batch import RolloutBatch, concat
 from rlx.rollout.generate import generate
@@ -88,8 +89,9 @@ def collect(policy, tokenizer, reward, sampler, rows, prompts_per_step: int, gro
     last = None
     while n_kept < prompts_per_step and rounds < sampler.max_rounds:
         indices = sampler.sample(prompts_per_step - n_kept)
-        batch = generate_and_score(policy, tokenizer, reward, rows, indices, group_size, max_new_tokens,
-                                   temperature)
+        # each rank generates and scores its share of the round; every rank gets the whole round back
+        batch = sharded_round(World.current(), lambda share: generate_and_score(
+            policy, tokenizer, reward, rows, share, group_size, max_new_tokens, temperature), indices, pad_id)
         groups = grouped_rewards(batch, group_size)
         sampler.observe(indices, groups)
         keep = sampler.keep(groups)

@@ -55,3 +55,24 @@ def test_reward_shaping_rejects_bad_cache_length():
         RewardShaping(None, None, 4, 0, False)
     with pytest.raises(ValueError, match="clip_low"):
         RewardShaping(1.0, 0.0, None, None, False)
+
+
+def test_overlong_filter_sets_a_sample_mask_and_leaves_valid_alone(cfg_factory):
+    # DAPO with overlong filtering: the truncated sample leaves the loss and its group's statistics, but
+    # batch.valid (scored, not INFRA) is unchanged, so reward metrics still count it
+    from rlx.models.tiny import build_tiny_llama
+    from rlx.models.tokenizer import build_char_tokenizer
+    from rlx.update import prepare
+    from tests.algos.helpers import compose_algo
+
+    algo, advantage = compose_algo(cfg_factory, "algo=dapo", "algo.shaping.overlong_filter=true",
+                                   "algo.group_size=4", "algo.prompts_per_step=1", "curriculum=uniform")
+    policy = build_tiny_llama(build_char_tokenizer(), 32, 1, 2, 64, 64, 0.02, seed=0)
+    batch = make_batch([2, 4, 3, 1], [False, True, False, False], [1.0, 0.0, 0.0, 1.0])
+    prepared, _ = prepare(batch, algo, advantage, policy, None, None)
+    assert prepared.valid.tolist() == [True, True, True, True] and batch.valid.all()
+    assert prepared.sample_mask.tolist() == [True, False, True, True]
+    assert torch.count_nonzero(prepared.advantages[1]) == 0  # the filtered sample has no advantage ...
+    assert torch.count_nonzero(prepared.loss_mask()[1]) == 0  # ... and no token in the loss
+    # the group's statistics are those of [1, 0, 1]: mean 2/3, so sample 0 gets (1 - 2/3) / std > 0
+    assert prepared.advantages[0, 0] > 0 and prepared.advantages[2, 0] < 0

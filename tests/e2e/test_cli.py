@@ -1,4 +1,5 @@
-"""The CLI end to end on the embedded default, shrunk to seconds: outputs, export, resume, errors."""
+"""The CLI end to end on the embedded default, shrunk to seconds: outputs, export, resume (bad inputs:
+test_errors.py)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from tests.conftest import FAST_MODEL, REPO
 
 pytestmark = pytest.mark.slow
 
 SHORT = ["trainer.max_steps=4", "trainer.val_check_interval=2", "algo.prompts_per_step=4", "algo.group_size=4",
-         "data.val_size=64", "trainer.callbacks.0.every_n_train_steps=2", "samples_every=2"]
+         "data.val_size=16", "checkpoint.every_n_steps=2", "samples_every=2"]
 
 
 def run_cli(args: list[str], run_dir: Path, cache: Path, check: bool = True) -> subprocess.CompletedProcess:
@@ -46,7 +48,12 @@ def test_cli_runs_grpo_and_writes_every_output(tmp_path, test_cache):
     steps_logged = {r["step"] for r in rows if r["reward/mean"]}
     assert len(steps_logged) == 4
     samples = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
-    assert samples and {"step", "prompt", "completion", "reward", "status"} <= set(samples[0])
+    assert samples and {"step", "prompt", "completion", "reference", "reward", "status"} <= set(samples[0])
+    for step in {s["step"] for s in samples}:  # each step's samples come from several prompts, with the answer
+        rows = [s for s in samples if s["step"] == step]
+        assert len({s["prompt"] for s in rows}) == len(rows) == 4, rows
+        assert all(str(int(s["prompt"][:-1].split("+")[0]) + int(s["prompt"][:-1].split("+")[1]))
+                   == s["reference"]["answer"] for s in rows)
     assert (run / "checkpoints" / "last.ckpt").is_file()
 
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -73,13 +80,6 @@ def test_cli_runs_grpo_and_writes_every_output(tmp_path, test_cache):
     assert resumed_steps[0] >= 4, resumed_steps
 
 
-def test_cli_bad_config_fails_fast_with_the_fix(tmp_path, test_cache):
-    proc = run_cli(["algo.group_size=1"], tmp_path / "bad", test_cache, check=False)
-    assert proc.returncode != 0
-    assert "algo.group_size >= 2 (got 1)" in proc.stderr + proc.stdout
-    assert "Traceback" not in proc.stderr
-
-
 def test_reference_model_only_exists_when_beta_is_positive(cfg_factory, test_cache):
     from rlx.train import build
 
@@ -88,7 +88,8 @@ def test_reference_model_only_exists_when_beta_is_positive(cfg_factory, test_cac
     assert without.reference is None
     with_ref, _ = build(cfg_factory("algo.beta=0.04", *fast))
     assert with_ref.reference is not None
-    assert not any(p.requires_grad for p in with_ref.reference.parameters())
+    with with_ref.reference.forward_model() as ref:  # the FrozenReference holder: eval mode, no autograd
+        assert not ref.training and not torch.is_grad_enabled()
     assert not any(k.startswith("reference") for k in with_ref.state_dict())  # checkpoints stay policy-sized
 
 

@@ -1,88 +1,68 @@
-"""Hydra discovers rlx's search-path plugin from an *installed* rlx, in each way it gets installed: a wheel,
-the compat editable install that CI and the README use, and setuptools' default (strict) editable install
-(which hides namespace plugins from Hydra in some layouts: hydra issues 2359, 3252).
-
-Each case installs a copy of the package into a throwaway venv (--no-deps; no build isolation where this
-environment can build rlx itself, so no network) that sees this interpreter's site-packages for hydra & co.
-through a path file, and asks Hydra from a directory outside the repo, with no PYTHONPATH.
-"""
+"""Hydra discovers rlx's plugin (plugins/rlx_searchpath, the `rlx://` config source and the search-path plugin)
+from an *installed* rlx: a wheel (`pip install .`), setuptools' default editable install (the README's
+`pip install -e .`) and its strict mode. In compat mode (the project root on sys.path, nothing else) the
+namespace package is invisible to Hydra's scan (hydra issues 2359, 3252), so there `python -m rlx` registers
+the same classes itself: the CLI composes its sweeps in every mode. Each case asks from a directory outside the
+repository, with no PYTHONPATH."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
-import sys
-import sysconfig
-from pathlib import Path
 
 import pytest
-from tests.sweeps.sweep_helpers import REPO
+
+from tests.e2e.installs import REPO, clean_env, install
 
 pytestmark = pytest.mark.slow
 
 DISCOVER = """
 import inspect
 from hydra.core.plugins import Plugins
+from hydra.plugins.config_source import ConfigSource
 from hydra.plugins.search_path_plugin import SearchPathPlugin
-for p in Plugins.instance().discover(SearchPathPlugin):
-    print("PLUGIN", p.__module__ + "." + p.__name__, inspect.getfile(p))
+for kind in (SearchPathPlugin, ConfigSource):
+    for p in Plugins.instance().discover(kind):
+        print("PLUGIN", p.__name__, inspect.getfile(p))
+"""
+
+# A user's own Hydra app composing rlx's groups and a ready sweep through the discovered plugin.
+USER_APP = """
+from hydra import compose, initialize
+with initialize(config_path=None, version_base="1.3"):
+    cfg = compose("config", overrides=["algo=dapo", "+sweeps=eps_beta_g"], return_hydra_config=True)
+print("COMPOSED", cfg.algo.name, cfg.hydra.mode, dict(cfg.hydra.sweeper.params))
 """
 
 
-def builds_without_index() -> bool:
-    """This environment can build rlx itself (setuptools >= 64 for PEP 660, and bdist_wheel: built into
-    setuptools >= 70.1 or from `wheel`). If not (a fresh 3.11 venv ships setuptools 65), pip builds in
-    isolation, fetching them from the package index as the CI install just did."""
-    from importlib.metadata import PackageNotFoundError, version
-    from importlib.util import find_spec
-
-    try:
-        major, minor = (int(x) for x in version("setuptools").split(".")[:2])
-    except (PackageNotFoundError, ValueError):
-        return False
-    return (major, minor) >= (64, 0) and ((major, minor) >= (70, 1) or find_spec("wheel") is not None)
+@pytest.fixture(scope="module")
+def installs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("installs")
+    return lambda mode: install(root, mode)
 
 
-def install(tmp_path: Path, mode: str) -> tuple[Path, Path]:
-    src = tmp_path / "src"
-    src.mkdir()
-    for name in ("rlx", "hydra_plugins", "conf", "sweeps", "pyproject.toml", "README.md"):
-        if (REPO / name).is_dir():
-            shutil.copytree(REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
-        elif (REPO / name).is_file():
-            shutil.copy(REPO / name, src / name)
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    site = Path(subprocess.check_output([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                        text=True).strip())
-    (site / "_host_site.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    args = ["."] if mode == "wheel" else ["-e", ".", "--config-settings", f"editable_mode={mode}"]
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    isolation = ["--no-build-isolation"] if builds_without_index() else []
-    done = subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", *isolation,
-                           "--disable-pip-version-check", *args], cwd=src, env=env, text=True,
-                          capture_output=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return python, src
-
-
-@pytest.mark.parametrize("mode", ["compat", "wheel", "strict"])
-def test_hydra_discovers_the_search_path_plugin_from_the_installed_package(tmp_path, mode):
-    python, src = install(tmp_path, mode)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    out = subprocess.run([python, "-c", DISCOVER], cwd=elsewhere, env=env, text=True, capture_output=True,
+@pytest.mark.parametrize("mode", ["wheel", "lenient", "strict"])
+def test_hydra_discovers_the_plugin_from_the_installed_package(installs, tmp_path, mode):
+    python, _ = installs(mode)
+    out = subprocess.run([python, "-c", DISCOVER], cwd=tmp_path, env=clean_env(), text=True, capture_output=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]
-    found = [line.split()[1:] for line in out.stdout.splitlines() if line.startswith("PLUGIN ")]
-    ours = [path for name, path in found if name == "hydra_plugins.rlx_searchpath.rlx_searchpath.RlxSearchPathPlugin"]
-    assert ours, f"Hydra did not discover RlxSearchPathPlugin ({mode} install): {found}"
-    assert not ours[0].startswith(str(REPO)), f"found the checkout's copy, not the installed one: {ours[0]}"
-    if mode == "compat":  # the CI / README install: the ready sweeps compose from anywhere
-        cfg = subprocess.run([python, "-m", "rlx", "+sweeps=eps_beta_g", "--cfg", "hydra"], cwd=elsewhere, env=env,
-                             text=True, capture_output=True, timeout=120)
-        assert cfg.returncode == 0, cfg.stderr[-3000:]
-        assert "algo.group_size: 4,8" in cfg.stdout and "mode: MULTIRUN" in cfg.stdout
+    found = dict(line.split()[1:] for line in out.stdout.splitlines() if line.startswith("PLUGIN "))
+    assert {"RlxSearchPathPlugin", "RlxConfigSource"} <= set(found), f"not discovered ({mode} install): {found}"
+    assert not found["RlxSearchPathPlugin"].startswith(str(REPO)), f"the checkout's copy, not the installed one: {found}"
+    app = subprocess.run([python, "-c", USER_APP], cwd=tmp_path, env=clean_env(), text=True, capture_output=True,
+                         timeout=120)
+    assert app.returncode == 0, app.stderr[-3000:]
+    assert "COMPOSED dapo RunMode.MULTIRUN" in app.stdout and "'algo.group_size': '4,8'" in app.stdout, app.stdout
+
+
+@pytest.mark.parametrize("mode", ["lenient", "compat"])
+def test_the_cli_composes_its_sweeps_in_every_editable_mode(installs, tmp_path, mode):
+    python, _ = installs(mode)
+    cfg = subprocess.run([python, "-m", "rlx", "+sweeps=eps_beta_g", "--cfg", "hydra"], cwd=tmp_path, env=clean_env(),
+                         text=True, capture_output=True, timeout=120)
+    assert cfg.returncode == 0, cfg.stderr[-3000:]
+    assert "algo.group_size: 4,8" in cfg.stdout and "mode: MULTIRUN" in cfg.stdout
+    info = subprocess.run([python, "-m", "rlx", "--info", "searchpath"], cwd=tmp_path, env=clean_env(), text=True,
+                          capture_output=True, timeout=120)
+    paths = [line.split("|")[2].strip() for line in info.stdout.splitlines() if line.count("|") >= 3][1:]
+    assert "rlx://" in paths and not any(p.startswith("file://") and "/conf" not in p for p in paths), paths

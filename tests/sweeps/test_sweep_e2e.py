@@ -65,6 +65,21 @@ def test_report_has_one_row_per_run_with_its_overrides_and_logged_metrics(grid_s
     assert any(r["KL (final)"] != "—" for r in rows)  # β > 0 runs log loss/kl
 
 
+def test_swept_epsilon_is_marked_inert_exactly_where_it_cannot_act(grid_sweep):
+    """ε acts only with more than one optimiser step per batch (rlx.inert): each run's inert.json and the
+    report agree with the update schedule the run really used."""
+    sweep, out = grid_sweep
+    single = []
+    for job in sorted(sweep.glob("*/config.yaml")):
+        algo = OmegaConf.load(job).algo
+        inert = json.loads((job.parent / "inert.json").read_text())
+        single.append(algo.update_epochs * algo.minibatches == 1)
+        assert ("algo.epsilon" in inert) == single[-1], (job, inert)
+    text = (sweep / "report.md").read_text()
+    assert ("**Inert**: `algo.epsilon` could not change anything in every run" in text) == all(single)
+    assert ("algo.epsilon=0.1 has no effect in this run" in out.stdout + out.stderr) == any(single)
+
+
 def test_plots_exist_and_are_not_blank(grid_sweep):
     sweep, _ = grid_sweep
     for name in ("reward.png", "kl.png", "length.png"):

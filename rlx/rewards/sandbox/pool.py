@@ -3,12 +3,15 @@
 Each worker is one `rlx.rewards.sandbox.server` process with its own unprivileged uid (so per-uid process
 limits of one worker never starve another) and one thread here feeding it requests. A server that dies or
 stops answering is killed and restarted, and the sample it held gets an INFRA result (the sandbox broke, not
-the candidate); the batch goes on.
+the candidate); the batch, and the training run, go on. Each restart is logged and counted (`restarts`); a
+reward that keeps failing is stopped by the trainer's `infra_stop` guard, not here.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import logging
 import os
 import queue
 import select
@@ -23,14 +26,19 @@ from rlx.rewards.sandbox.server import BACKSTOP_S, read_frame, write_frame
 
 REPO_ROOT = str(Path(__file__).resolve().parents[3])
 START_TIMEOUT_S = 120.0
+log = logging.getLogger(__name__)
 
 
 class SandboxWorker:
     def __init__(self, uid: int, preload: tuple[str, ...], env: dict[str, str]) -> None:
         self.uid, self.preload, self.env = uid, preload, env
         self.process: subprocess.Popen | None = None
+        self.restarts = 0  # servers started after the first (one died, hung or would not start)
+        self.started = False
 
     def start(self) -> None:
+        self.restarts += self.started
+        self.started = True
         env = {**os.environ, **self.env, "PYTHONPATH": os.pathsep.join(
             [REPO_ROOT, *filter(None, [os.environ.get("PYTHONPATH")])])}
         self.process = subprocess.Popen(
@@ -50,7 +58,11 @@ class SandboxWorker:
         return read_frame(fd)
 
     def run(self, request: dict, wall_s: float) -> dict:
-        if self.process is None or self.process.poll() is not None:
+        if self.process is not None and self.process.poll() is not None:
+            log.warning("sandbox server %d (uid %d) exited with status %s between requests; restarting it",
+                        self.process.pid, self.uid, self.process.returncode)
+            self.process = None
+        if self.process is None:
             self.start()
         try:
             write_frame(self.process.stdin.fileno(), {**request, "uid": self.uid, "env": self.env})
@@ -60,13 +72,18 @@ class SandboxWorker:
         else:
             error = "sandbox server stopped answering"
         if reply is None:
+            log.warning("sandbox server %d (uid %d): %s; its sample is INFRA and the server is restarted for the "
+                        "next one", self.process.pid, self.uid, error)
             self.stop()
             return {"infra": error}
         return reply
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
+        """Kill the server's whole process group (a supervisor or candidate it left behind too), even when the
+        server itself already died: until it is reaped here, its pid still names the group."""
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
         self.process = None
 

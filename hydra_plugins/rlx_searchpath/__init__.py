@@ -1,1 +1,0 @@
-"""Hydra search-path plugin for rlx: see `rlx_searchpath.py`."""

@@ -1,0 +1,1 @@
+"""rlx's Hydra plugin: see `rlx_searchpath.py`."""

@@ -1,0 +1,226 @@
+"""Checkpointing (the `checkpoint` group): periodic, timed, on-signal and final checkpoints, written so that
+last.ckpt is always the newest complete one, and the per-step seeding that makes a resume exact.
+
+When a checkpoint is due at the end of RL step k-1 (trainer.global_step = k), it is written where Lightning's
+own ModelCheckpoint writes (on_train_batch_end: the loops then restore as "step k-1 done, its evaluation
+done"), into a temporary file. It is renamed to last.ckpt at the start of step k (or at the end of training),
+once the step's metrics row and any evaluation after it are on disk: a SIGKILL at any instant leaves a
+last.ckpt whose every earlier row is in metrics.csv, and the rows after it are dropped on resume
+(rlx.callbacks.resume). A rename is atomic, so a crash mid-write never damages last.ckpt.
+
+SIGTERM and SIGUSR1 (checkpoint.signals) do not stop a step halfway: the handler only records the signal;
+the step finishes, its checkpoint is written and committed, and the process exits with 128 + the signal
+number. Lightning's own SLURM handler (SLURMEnvironment with auto_requeue) instead saves an hpc checkpoint
+from inside the signal handler, wherever the step is; these handlers replace it for the listed signals.
+As Lightning does, SIGUSR1 (SLURM's `--signal=USR1@<s>` warning) may requeue the job: checkpoint.requeue.
+
+Every RL step first reseeds the global RNGs from (seed, step) (rlx.seeding), so what a step draws does not
+depend on what ran before it in this process: a resumed run repeats the uninterrupted run exactly.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import threading
+import time
+import warnings
+from pathlib import Path
+
+from lightning.pytorch.callbacks import Checkpoint
+
+from rlx.callbacks.resume import LAST, NUMBERED, RECORD
+from rlx.distributed.world import World, agreed_signal
+from rlx.seeding import seed_step
+
+log = logging.getLogger(__name__)
+
+
+class Interrupted(SystemExit):
+    """Raised at a step boundary after the on-signal checkpoint: a multirun stops too (a SystemExit is
+    not a failed job that Hydra would step over), and the exit status is 128 + the signal number."""
+
+
+class Checkpointing(Checkpoint):
+    def __init__(self, dirpath: str, every_n_steps: int | None, every_minutes: float | None, keep: int,
+                 signals: list[str], requeue: bool, match: list[str], match_ignore: list[str], seed: int) -> None:
+        if every_n_steps is not None and (not isinstance(every_n_steps, int) or every_n_steps < 1):
+            raise ValueError(f"checkpoint.every_n_steps must be a step count >= 1 or null (got {every_n_steps!r})")
+        if every_minutes is not None and not every_minutes > 0:
+            raise ValueError(f"checkpoint.every_minutes must be > 0 or null (got {every_minutes!r})")
+        if not isinstance(keep, int) or keep < -1:
+            raise ValueError(f"checkpoint.keep counts the step=<N>.ckpt copies kept: 0 for none, -1 for all (got {keep!r})")
+        unknown = [name for name in signals if not isinstance(getattr(signal, str(name), None), signal.Signals)]
+        if unknown or any(name in ("SIGKILL", "SIGSTOP") for name in signals):
+            raise ValueError(f"checkpoint.signals holds {unknown or signals} which cannot be handled: use signal names "
+                             "such as [SIGTERM, SIGUSR1], or [] for none")
+        super().__init__()
+        self.dirpath = Path(dirpath)
+        self.every_n_steps, self.every_minutes, self.keep = every_n_steps, every_minutes, keep
+        self.signals = [getattr(signal, name) for name in signals]
+        self.requeue, self.seed = requeue, seed
+        self.match, self.match_ignore = list(match), list(match_ignore)  # read by Resume.prepare from the config
+        self.identity: dict = {}  # this config's resolved `match` nodes (Resume.attach)
+        self.record: dict = {}  # the run record of the checkpoint this segment resumed
+        self.first_step = 0
+        self.started = time.perf_counter()
+        self.last_saved = time.monotonic()
+        self.pending: tuple[Path, int] | None = None  # written, not yet renamed to last.ckpt
+        self.committed_step: int | None = None  # the step of the newest last.ckpt this segment wrote
+        self.received: int | None = None
+        self.previous_handlers: dict = {}
+
+    def begin_segment(self, identity: dict, record: dict, step: int, started: float) -> None:
+        self.identity, self.record, self.first_step, self.started = identity, record, step, started
+
+    # ---------------------------------------------------------------- writing
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        step = trainer.global_step
+        self.received = agreed_signal(self.received)  # several ranks: every rank stops after the same step
+        due = (self.received is not None or trainer.should_stop or step >= trainer.max_steps
+               or (self.every_n_steps is not None and step % self.every_n_steps == 0)
+               or (self.every_minutes is not None and time.monotonic() - self.last_saved >= 60 * self.every_minutes))
+        if due:
+            self.dirpath.mkdir(parents=True, exist_ok=True)
+            partial = self.dirpath / f".{LAST}.partial"
+            trainer.save_checkpoint(partial, weights_only=False)  # the full training state (rank 0 writes it)
+            if World.current().is_zero:
+                with partial.open("rb") as handle:
+                    os.fsync(handle.fileno())
+            self.pending, self.last_saved = (partial, step), time.monotonic()
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        self.commit()
+        if self.received is not None and self.committed_step == trainer.global_step:
+            self.exit(trainer)  # else the signal came after this step's checkpoint was due: one more step
+        seed_step(self.seed, trainer.global_step)
+        # Within an epoch (a whole RL run is one) Lightning re-logs a step metric's last value in every later
+        # row until it is logged again: a sporadic key (reward/status_format, curriculum/pass_rate_d2) would
+        # repeat a stale value, and differently in a resumed run. Each row holds this step's values only.
+        results = trainer._results
+        if results is not None:
+            results.reset(metrics=False, fx="training_step")
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        self.commit()
+        self.restore_handlers()
+
+    def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
+        """A step that raised may have left no metrics row: its checkpoint is discarded, the previous stays."""
+        if self.pending is not None and not isinstance(exception, Interrupted):
+            self.pending[0].unlink(missing_ok=True)
+            self.pending = None
+        self.restore_handlers()
+
+    def commit(self) -> None:
+        if self.pending is None:
+            return
+        partial, step = self.pending
+        if not World.current().is_zero:  # rank 0 alone renames and links the file it wrote
+            self.pending, self.committed_step = None, step
+            return
+        last = self.dirpath / LAST
+        os.replace(partial, last)
+        if self.keep != 0:
+            numbered = self.dirpath / f"step={step}.ckpt"
+            numbered.unlink(missing_ok=True)
+            try:
+                os.link(last, numbered)  # a second name for the same file: no copy, no extra disk
+            except OSError:
+                numbered.write_bytes(last.read_bytes())
+            steps = sorted(int(m.group(1)) for p in self.dirpath.iterdir() if (m := NUMBERED.fullmatch(p.name)))
+            for old in steps[: -self.keep] if self.keep > 0 else []:
+                (self.dirpath / f"step={old}.ckpt").unlink(missing_ok=True)
+        directory = os.open(self.dirpath, os.O_RDONLY)
+        try:
+            os.fsync(directory)  # the rename itself survives a power loss
+        finally:
+            os.close(directory)
+        self.pending, self.committed_step = None, step
+        log.info("checkpoint at step %d: %s", step, last)
+
+    def on_save_checkpoint(self, trainer, pl_module, checkpoint: dict) -> None:
+        from rlx.train import peak_rss_mb
+
+        segment = {"from_step": self.first_step, "to_step": trainer.global_step,
+                   "wall_s": round(time.perf_counter() - self.started, 1)}
+        checkpoint[RECORD] = {
+            "identity": self.identity, "seed": self.seed, "max_steps": trainer.max_steps,
+            "segments": [*self.record.get("segments", []), segment],
+            "peak_rss_mb": round(max(peak_rss_mb(), self.record.get("peak_rss_mb", 0.0)), 1),
+        }
+
+    def on_load_checkpoint(self, trainer, pl_module, checkpoint: dict) -> None:
+        self.record, self.first_step = checkpoint.get(RECORD, self.record), int(checkpoint["global_step"])
+
+    # ---------------------------------------------------------------- resuming
+    def on_train_start(self, trainer, pl_module) -> None:
+        self.last_saved = time.monotonic()
+        self.install_handlers()
+        saved = self.record.get("max_steps")
+        if self.first_step > 0 and saved is not None and saved != trainer.max_steps:
+            self.continue_schedule(trainer, saved)
+
+    def continue_schedule(self, trainer, saved_max_steps: int) -> None:
+        """A resume with another trainer.max_steps (extending a finished run): the LR schedules are the
+        configured ones over the new max_steps, taken up at the checkpoint's step; the log says what changes."""
+        changes = []
+        for config in trainer.lr_scheduler_configs:
+            scheduler = config.scheduler
+            before = scheduler.get_last_lr()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # get_lr outside step() warns; at last_epoch it is the closed form
+                lrs = scheduler.get_lr()
+            for group, lr in zip(scheduler.optimizer.param_groups, lrs):
+                group["lr"] = lr
+            scheduler._last_lr = list(lrs)
+            changes.append(f"{before[0]:.3g} -> {lrs[0]:.3g}")
+        log.warning("trainer.max_steps=%d, the checkpointed run had %d: the LR schedule (algo.lr_schedule) now spans "
+                    "%d steps and continues from step %d, so the lr changes %s", trainer.max_steps, saved_max_steps,
+                    trainer.max_steps, self.first_step, ", ".join(changes) or "(no schedule)")
+
+    # ---------------------------------------------------------------- signals
+    def install_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # Python delivers signals to the main thread only
+        for signum in self.signals:
+            self.previous_handlers[signum] = signal.signal(signum, self.on_signal)
+
+    def restore_handlers(self) -> None:
+        for signum, handler in self.previous_handlers.items():
+            signal.signal(signum, handler)
+        self.previous_handlers = {}
+
+    def on_signal(self, signum, frame) -> None:
+        if self.received is None:
+            log.warning("received %s: finishing this step, then a checkpoint and exit", signal.Signals(signum).name)
+        self.received = signum
+
+    def exit(self, trainer) -> None:
+        name = signal.Signals(self.received).name
+        log.warning("stopped by %s at step %d; checkpoint %s. Resume with ckpt_path=last (same run directory)", name,
+                    trainer.global_step, self.dirpath / LAST)
+        if self.requeue and self.received == signal.SIGUSR1:
+            requeue_slurm_job()
+        raise Interrupted(128 + self.received)
+
+
+def requeue_slurm_job() -> None:
+    """`scontrol requeue <job>` for this SLURM job (array jobs as <array>_<task>), as Lightning's handler does."""
+    job = os.environ.get("SLURM_JOB_ID")
+    if os.environ.get("SLURM_ARRAY_JOB_ID") and os.environ.get("SLURM_ARRAY_TASK_ID"):
+        job = f"{os.environ['SLURM_ARRAY_JOB_ID']}_{os.environ['SLURM_ARRAY_TASK_ID']}"
+    if not job:
+        log.warning("checkpoint.requeue=true, but this is not a SLURM job (no SLURM_JOB_ID): not requeued")
+        return
+    try:
+        done = subprocess.run(["scontrol", "requeue", job], check=False, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        log.warning("could not requeue SLURM job %s: %s", job, err)
+        return
+    if done.returncode == 0:
+        log.info("requeued SLURM job %s", job)
+    else:
+        log.warning("scontrol requeue %s failed (%d): %s", job, done.returncode, done.stderr.strip())

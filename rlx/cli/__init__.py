@@ -1,0 +1,1 @@
+"""The command line: config discovery, help, logging and progress, error reports."""

@@ -1,0 +1,145 @@
+"""PNG curves vs RL step: one run's reward / KL / length, or a sweep's (one line per run, or one mean line
+with a ±1 std band per configuration when seeds are swept). matplotlib is imported only when drawing."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+from rlx.report.aggregate import Config
+from rlx.report.runs import Run
+
+# (file name, title, [(metric in metrics.csv, label suffix, line style)])
+CURVES = [
+    ("reward.png", "reward (mean over completions)", [("reward/mean", "", "-")]),
+    ("kl.png", "KL to the reference (loss/kl)", [("loss/kl", "", "-")]),
+    ("length.png", "response length (tokens)", [("rollout/length_mean", "", "-")]),
+]
+# A single run has room for more lines per panel.
+RUN_CURVES = [
+    ("reward.png", "reward", [("reward/mean", "reward/mean", "-"), ("val/accuracy", "held-out accuracy (greedy)", "-")]),
+    ("kl.png", "KL", [("loss/kl", "to the reference (loss/kl)", "-"),
+                      ("loss/approx_kl", "to the sampling policy (loss/approx_kl)", "--")]),
+    ("length.png", "response length (tokens)", [("rollout/length_mean", "all", "-"),
+                                                ("rollout/length_pass", "passed", "--"),
+                                                ("rollout/length_fail", "failed", ":")]),
+]
+
+
+def smooth(values: list[float]) -> list[float]:
+    """Trailing moving average over a tenth of the curve (at least 2 points): the trend of a noisy RL curve."""
+    k = max(2, len(values) // 10)
+    return [statistics.fmean(values[max(0, j - k + 1): j + 1]) for j in range(len(values))]
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _axes(plt, title: str, metric: str):
+    from matplotlib.ticker import MaxNLocator
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.2), dpi=110)
+    ax.set_title(title)
+    ax.set_xlabel("RL step")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylabel(metric)
+    ax.grid(alpha=0.3)
+    return fig, ax
+
+
+def _line(ax, points, label, style, color) -> None:
+    steps, values = zip(*points)
+    if len(values) >= 20:  # raw curve faint, moving average on top
+        ax.plot(steps, values, style, color=color, alpha=0.25, linewidth=0.8)
+        ax.plot(steps, smooth(list(values)), style, color=color, label=label, linewidth=1.6)
+    else:
+        ax.plot(steps, values, style, color=color, label=label, linewidth=1.6,
+                marker="o" if len(values) < 10 else None, markersize=3)
+
+
+def _finish(fig, ax, drawn: int, metric: str, path: Path) -> None:
+    if drawn:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    else:
+        why = " (β = 0 runs load no reference and log no KL)" if "kl" in metric else ""
+        ax.text(0.5, 0.5, f"no run logged {metric}{why}", ha="center", va="center", transform=ax.transAxes)
+    fig.savefig(path, bbox_inches="tight")
+    fig.clf()
+
+
+def plot_run(run: Run, out_dir: Path) -> list[str]:
+    """reward.png, kl.png and length.png of one run into `out_dir`. Returns the file names."""
+    plt = _pyplot()
+    colors = plt.get_cmap("tab10")
+    written = []
+    for filename, title, metrics in RUN_CURVES:
+        fig, ax = _axes(plt, title, " / ".join(m for m, _, _ in metrics))
+        drawn = 0
+        for i, (metric, label, style) in enumerate(metrics):
+            if run.metrics.get(metric):
+                _line(ax, run.metrics[metric], label, style, colors(i))
+                drawn += 1
+        _finish(fig, ax, drawn, metrics[0][0], out_dir / filename)
+        plt.close(fig)
+        written.append(filename)
+    return written
+
+
+def plot_sweep(sweep_dir: Path, runs: list[Run], labels: list[str]) -> list[str]:
+    """One PNG per curve, one line per run (labelled, failed runs dashed). Returns the file names."""
+    plt = _pyplot()
+    colors = plt.get_cmap("tab10" if len(runs) <= 10 else "tab20")
+    written = []
+    for filename, title, [(metric, _, _)] in CURVES:
+        fig, ax = _axes(plt, title, metric)
+        drawn = 0
+        for i, (run, label) in enumerate(zip(runs, labels)):
+            if run.metrics.get(metric):
+                _line(ax, run.metrics[metric], label, "--" if run.status == "failed" else "-", colors(i % colors.N))
+                drawn += 1
+        _finish(fig, ax, drawn, metric, sweep_dir / filename)
+        plt.close(fig)
+        written.append(filename)
+    return written
+
+
+def band(runs: list[Run], metric: str) -> tuple[list[int], list[float], list[float]]:
+    """Steps every run logged, the mean of the runs' smoothed curves there, and their std (0 for one run)."""
+    curves = [dict(zip((p[0] for p in r.metrics[metric]), smooth([p[1] for p in r.metrics[metric]])))
+              for r in runs if r.metrics.get(metric)]
+    if not curves:
+        return [], [], []
+    steps = sorted(set.intersection(*(set(c) for c in curves)))
+    means = [statistics.fmean(c[s] for c in curves) for s in steps]
+    stds = [statistics.stdev([c[s] for c in curves]) if len(curves) > 1 else 0.0 for s in steps]
+    return steps, means, stds
+
+
+def plot_configs(sweep_dir: Path, configs: list[Config]) -> list[str]:
+    """One PNG per curve: per configuration, the mean over its seeds with a ±1 std band."""
+    plt = _pyplot()
+    colors = plt.get_cmap("tab10" if len(configs) <= 10 else "tab20")
+    written = []
+    for filename, title, [(metric, _, _)] in CURVES:
+        fig, ax = _axes(plt, f"{title}, mean ± std over seeds", metric)
+        drawn = 0
+        for i, config in enumerate(configs):
+            steps, means, stds = band(config.runs, metric)
+            if not steps:
+                continue
+            color = colors(i % colors.N)
+            n = sum(1 for r in config.runs if r.metrics.get(metric))
+            ax.plot(steps, means, "-", color=color, linewidth=1.6, label=f"{config.label()} ({n} seeds)")
+            ax.fill_between(steps, [m - s for m, s in zip(means, stds)], [m + s for m, s in zip(means, stds)],
+                            color=color, alpha=0.2, linewidth=0)
+            drawn += 1
+        _finish(fig, ax, drawn, metric, sweep_dir / filename)
+        plt.close(fig)
+        written.append(filename)
+    return written

@@ -1,0 +1,52 @@
+"""A sandbox server killed in the middle of a real run (reward=unit_tests) is restarted, the samples it held
+are INFRA, and the run finishes with every step."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FAST_MODEL, REPO
+from tests.resume.runs import env, training_steps
+
+pytestmark = pytest.mark.slow
+PROGRAMS = ["reward=unit_tests", *FAST_MODEL, "algo.prompts_per_step=4", "algo.group_size=4", "data.val_size=16",
+            "trainer.val_check_interval=100"]
+STEPS = 6
+
+
+def sandbox_servers(parent: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            if ppid == parent and b"rlx.rewards.sandbox.server" in Path(f"/proc/{entry}/cmdline").read_bytes():
+                found.append(int(entry))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def test_a_killed_sandbox_server_is_restarted_and_training_goes_on(tmp_path, test_cache):
+    run = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "rlx", *PROGRAMS, f"trainer.max_steps={STEPS}",
+                             f"hydra.run.dir={run}"], cwd=REPO, env=env(test_cache), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    killed = []
+    while proc.poll() is None:
+        if 1 <= len(training_steps(run)) < STEPS - 1:  # while RL steps are being scored
+            for pid in sandbox_servers(proc.pid):
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+        time.sleep(0.25)
+    out, _ = proc.communicate()
+    assert proc.returncode == 0, out[-3000:]
+    assert len(killed) >= 2, "no sandbox server was up to be killed"
+    assert training_steps(run) == list(range(STEPS))
+    assert "restarting it" in out or "is restarted" in out  # the pool said so
