@@ -12,15 +12,19 @@ only in how a completion's reward reaches its tokens:
                correct − mean(group's correct) (TritonRL's mean-only advantage, conf/advantage/token_class.yaml).
 Both are mean-only (no std division), so the comparison isolates the credit assignment. Each run is its own
 process (`python -m rlx ...`); a run whose summary.json exists is not rerun, so an interrupted benchmark
-continues. Prints a markdown table (per seed, then the mean over seeds) and writes it to --results.
+continues. Prints a markdown table (per seed, then the mean over seeds) and writes it to --results if given. Runs with
+--extra overrides go to their own subfolder of --out (named by a hash of the overrides), so a cached run is only
+reused at the same budget.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -29,7 +33,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 ARMS = {"uniform": ["advantage=group_mean"], "token_class": ["advantage=token_class"]}
-WINDOW = 5  # steps averaged at the start and at the end
+WINDOW = 5  # steps averaged at the start and at the end (at most half the steps, so the two never overlap)
 
 
 def env() -> dict:
@@ -37,10 +41,16 @@ def env() -> dict:
 
 
 def run(arm: str, seed: int, out: Path, extra: list[str]) -> Path:
-    run_dir = out / f"seed{seed}" / arm
+    # runs with other overrides live apart: a cached run is only reused for the same budget
+    budget = "recipe" if not extra else hashlib.sha1(" ".join(extra).encode()).hexdigest()[:10]
+    run_dir = out / budget / f"seed{seed}" / arm
     if not (run_dir / "summary.json").is_file():
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         subprocess.run([sys.executable, "-m", "rlx", "algo=grpo", "reward=triton", f"seed={seed}", *ARMS[arm],
                         f"hydra.run.dir={run_dir}", *extra], cwd=REPO, env=env(), check=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the run and the sandbox processes it reaped
+        cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        (run_dir / "cpu.json").write_text(json.dumps({"cpu_s": round(cpu_s, 1)}))
     return run_dir
 
 
@@ -52,12 +62,18 @@ def read(run_dir: Path) -> dict:
     def window(key: str, rows: list[dict]) -> float:
         return statistics.mean(float(r[key]) for r in rows)
 
-    first, last = steps[:WINDOW], steps[-WINDOW:]
+    window_size = max(1, min(WINDOW, len(steps) // 2))
+    first, last = steps[:window_size], steps[-window_size:]
     return {"correct": (window("reward/correct", first), window("reward/correct", last)),
             "plan": (window("reward/plan", first), window("reward/plan", last)),
             "valid": (window("reward/valid", first), window("reward/valid", last)),
             "val": (summary["before"]["val/accuracy"], summary["after"]["val/accuracy"]),
-            "wall_s": summary["wall_s"], "steps": summary["steps"]}
+            "wall_s": summary["wall_s"], "cpu_s": json.loads((run_dir / "cpu.json").read_text())["cpu_s"]
+            if (run_dir / "cpu.json").is_file() else None, "steps": summary["steps"], "window": window_size}
+
+
+def cpu(r: dict) -> str:
+    return "CPU not recorded" if r["cpu_s"] is None else f"{r['cpu_s']:.0f} s CPU"
 
 
 def pair(values: tuple[float, float]) -> str:
@@ -65,12 +81,13 @@ def pair(values: tuple[float, float]) -> str:
 
 
 def table(results: dict) -> str:
-    lines = [f"| credit | seed | `reward/correct` steps 1–{WINDOW} → last {WINDOW} | `reward/plan` | `reward/valid` | "
-             "held-out `val/accuracy` before → after | wall time |", "|---|---|---|---|---|---|---|"]
+    window = min(r["window"] for runs in results.values() for r in runs.values())
+    lines = [(f"| credit | seed | `reward/correct` steps 1–{window} → last {window} | `reward/plan` | `reward/valid` | "
+              "held-out `val/accuracy` before → after | wall (CPU) time |"), "|---|---|---|---|---|---|---|"]
     for arm in ARMS:
         for seed, r in sorted(results[arm].items()):
             lines.append(f"| {arm} | {seed} | {pair(r['correct'])} | {pair(r['plan'])} | {pair(r['valid'])} | "
-                         f"{pair(r['val'])} | {r['wall_s']:.0f} s |")
+                         f"{pair(r['val'])} | {r['wall_s']:.0f} s ({cpu(r)}) |")
     def mean(runs: list[dict], key: str) -> tuple[float, float]:
         return statistics.mean(r[key][0] for r in runs), statistics.mean(r[key][1] for r in runs)
 
@@ -86,7 +103,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--out", type=Path, default=REPO / "outputs" / "bench-token-class")
-    parser.add_argument("--results", type=Path, default=REPO / "bench" / "RESULTS-token_class.md")
+    parser.add_argument("--results", type=Path, default=None, help="also write the table here (e.g. bench/RESULTS-token_class.md)")
     parser.add_argument("--extra", nargs="*", default=[], help="overrides passed to every run")
     args = parser.parse_args()
     start = time.perf_counter()
@@ -98,7 +115,8 @@ def main() -> None:
                         *(["--extra", *args.extra] if args.extra else [])])
     text = (f"# Token-class vs uniform credit on reward=triton\n\n`{command}` ({time.strftime('%Y-%m-%d')}; "
             f"{time.perf_counter() - start:.0f} s for the runs not already cached in {args.out})\n\n{table(results)}\n")
-    args.results.write_text(text)
+    if args.results is not None:
+        args.results.write_text(text)
     print(text)
 
 
