@@ -59,6 +59,7 @@ def bucket_accuracy(run_dir: Path) -> dict[int, float]:
 
     cfg = OmegaConf.load(run_dir / "config.yaml")
     task, reward = instantiate(cfg.data), instantiate(cfg.reward)
+    reward.bind(task)  # reward=math's strict=null: the task decides, as in rlx.train
     loaded = load_local(run_dir / "policy")
     with torch.inference_mode():
         texts = generate(loaded.policy, loaded.tokenizer, [r["prompt"] for r in task.val], task.max_new_tokens,

@@ -146,6 +146,9 @@ class RLModule(LightningModule):
         """
         optimizers = self.optimizers(use_pl_optimizer=False)
         optimizer, *critic_optimizer = optimizers if isinstance(optimizers, list) else [optimizers]
+        # Train mode, where transformers' gradient checkpointing and LoRA's adapter dropout act; the model's own
+        # dropout was switched off at load (rlx.models.loading.disable_dropout), so the ratio stays exactly 1.
+        self.policy.train()
         losses = update(batch, self.algo, self.policy, optimizer, self.critic,
                         critic_optimizer[0] if critic_optimizer else None, self.manual_backward, self.guard)
         counted = self.optimizers()

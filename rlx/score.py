@@ -53,9 +53,15 @@ def compose_config(overrides: list[str]):
 
 def build_reward(name: str, overrides: list[str]):
     """The `reward` node of rlx's config composed with reward=<name> and the overrides, then instantiated."""
+    from hydra.utils import get_class
+
     from rlx.checks import build_node
 
-    return build_node(compose_config([f"reward={name}", *overrides]), "reward")
+    cfg = compose_config([f"reward={name}", *overrides])
+    reward = build_node(cfg, "reward")
+    if hasattr(reward, "bind"):  # reward=math's strict=null: the composed task decides, as in training
+        reward.bind(get_class(cfg.data._target_))
+    return reward
 
 
 def load_inputs(args: dict) -> tuple[dict, str]:

@@ -3,7 +3,6 @@ export. Returns the summary it writes to `<run_dir>/summary.json`."""
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 import time
@@ -16,11 +15,11 @@ from omegaconf import DictConfig, OmegaConf
 from rlx.callbacks.resume import Resume
 from rlx.checks import build_node, check_algorithm, check_task
 from rlx.cli.preflight import bundled_task_hint
-from rlx.distributed import World, env_is_rank_zero, quiet_other_ranks, replicas, save_policy
+from rlx.distributed import World, env_is_rank_zero, quiet_other_ranks, replicas
 from rlx.distributed.checks import check_config, check_trainer
 from rlx.errors import ConfigError
 from rlx.inert import warn_inert
-from rlx.models.reference import FrozenReference
+from rlx.models.adapters import check_strategy
 from rlx.module import RLModule
 from rlx.report.run import finish_run
 
@@ -37,23 +36,30 @@ def build(cfg: DictConfig) -> tuple[RLModule, pl.Trainer]:
     reward = build_node(cfg, "reward")
     with bundled_task_hint():  # rows without the reward's fields: name the reward's own task as the fix
         check_task(task, reward)
+    if hasattr(reward, "bind"):  # a reward whose defaults depend on the task (reward=math's strict=null)
+        reward.bind(task)
     check_config(cfg, algo, advantage, task)  # several processes: what they need from the config (rlx.distributed)
     sampler = build_node(cfg, "curriculum")
     sampler.bind(task.train)  # a curriculum the data cannot serve (sorted without its key) fails before the model loads
+    peft = build_node(cfg, "peft")
     model = build_node(cfg, "model")
     warn_inert(cfg, algo=algo, advantage=advantage, task=task, reward=reward, sampler=sampler, model=model)
     loaded = model(task)
-    reference = FrozenReference(copy.deepcopy(loaded.policy)) if algo.uses_reference else None  # the SFT policy
-    critic = algo.critic.build(loaded.policy) if algo.critic is not None else None  # PPO's value network
+    task.render_prompts(loaded.tokenizer)  # conversational prompts become text with the chat template, once
+    policy = peft.wrap(loaded.policy)  # peft=lora: adapters on the loaded weights
+    reference = peft.reference(policy) if algo.uses_reference else None  # the starting (SFT) policy
+    critic = algo.critic.build(policy) if algo.critic is not None else None  # PPO's value network
     run_dir = Path(cfg.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     module = RLModule(
-        loaded.policy, loaded.tokenizer, task, reward, advantage, algo, sampler, reference=reference, critic=critic,
+        policy, loaded.tokenizer, task, reward, advantage, algo, sampler, reference=reference, critic=critic,
         val_batch_size=cfg.val_batch_size, samples_path=str(run_dir / "samples.jsonl"),
         samples_every=cfg.samples_every, samples_per_step=cfg.samples_per_step,
     )
+    module.peft = peft
     trainer = build_node(cfg, "trainer", logger=build_node(cfg, "logger"))
     check_trainer(trainer, algo, advantage, task)
+    check_strategy(peft, trainer)
     return module, trainer
 
 
@@ -83,8 +89,7 @@ def train(cfg: DictConfig) -> dict:
     after = validate(trainer, module)
     world = World.current()  # every rank evaluated its share; rank 0 alone writes what follows
     distributed = replicas(world, module.policy)  # world_size, and whether every rank ended with the same weights
-    policy_dir = run_dir / "policy"
-    save_policy(world, module.policy, module.tokenizer, policy_dir)  # by rank 0 (gathered first under FSDP)
+    exported = module.peft.export(world, module.policy, module.tokenizer, run_dir)  # policy/ (+ adapter/ with LoRA)
     close = getattr(module.reward, "close", None)
     if close is not None:
         close()
@@ -96,7 +101,7 @@ def train(cfg: DictConfig) -> dict:
         "steps": trainer.global_step,
         **distributed,
         "run_dir": str(run_dir),
-        "policy_dir": str(policy_dir),
+        **exported,
         "metrics_csv": str(Path(trainer.logger.log_dir) / "metrics.csv") if trainer.logger else None,
         "samples": str(run_dir / "samples.jsonl"),
         "checkpoint": str(run_dir / "checkpoints" / "last.ckpt"),

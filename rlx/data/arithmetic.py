@@ -34,6 +34,8 @@ class ArithmeticTask(Task):
     with `split_seed` so it does not move when the run's seed changes.
     """
 
+    strict_answers = True  # the teacher writes the bare sum: reward=math scores the whole completion
+
     def __init__(
         self,
         low: int,

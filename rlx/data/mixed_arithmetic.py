@@ -50,6 +50,8 @@ class MixedArithmeticTask(Task):
     The split is drawn with `split_seed` (not the run's seed), so every run of a sweep sees the same prompts.
     """
 
+    strict_answers = True  # the teacher writes the bare sum: reward=math scores the whole completion
+
     def __init__(self, train_sizes: list[int], val_sizes: list[int], split_seed: int, teacher_carry_drop: float,
                  max_new_tokens: int) -> None:
         for key, sizes in (("train_sizes", train_sizes), ("val_sizes", val_sizes)):

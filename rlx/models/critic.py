@@ -6,12 +6,12 @@ scalar head, trained by its own optimiser, and saved and restored with the polic
 
 from __future__ import annotations
 
-import copy
 from typing import Callable
 
 from torch import Tensor, nn
 
 from rlx.algos.value import clipped_value_loss
+from rlx.models.adapters import plain_copy
 
 
 class ValueModel(nn.Module):
@@ -44,8 +44,9 @@ class Critic:
         self.optimizer, self.value_clip, self.max_grad_norm = optimizer, value_clip, max_grad_norm
 
     def build(self, policy) -> ValueModel:
-        """A value network sharing nothing with `policy` (a deep copy of its transformer body)."""
-        body = copy.deepcopy(policy.base_model)  # LlamaModel etc.: the causal LM without its vocabulary head
+        """A value network sharing nothing with `policy` (a deep copy of its transformer body; a LoRA policy's
+        adapters merged in, so the critic is a full network whichever `peft` the policy trains with)."""
+        body = plain_copy(policy).base_model  # LlamaModel etc.: the causal LM without its vocabulary head
         body.requires_grad_(True)
         return ValueModel(body, policy.config.hidden_size).to(next(policy.parameters()).device)
 

@@ -10,8 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from rlx.errors import RlxError
+from torch import nn
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+
+from rlx.errors import RlxError
 
 
 class ModelError(RlxError):
@@ -28,9 +30,20 @@ class LoadedModel:
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
 
 
-def load_local(path: str | Path, dtype: str = "float32") -> LoadedModel:
-    """Load `AutoModelForCausalLM` + `AutoTokenizer` from `path`; no network is ever touched."""
+def load_local(path: str | Path, dtype: str = "float32", gradient_checkpointing: bool = False) -> LoadedModel:
+    """Load `AutoModelForCausalLM` + `AutoTokenizer` from `path`; no network is ever touched.
+
+    The model's own dropout is switched off (`disable_dropout`). `gradient_checkpointing` recomputes each
+    decoder layer's activations in the backward pass instead of storing them (transformers' activation
+    checkpointing, non-reentrant): less memory per update for about one more forward pass of compute. It acts
+    when the policy updates (train mode, with autograd), not while it samples or scores log-probs.
+    """
     path = Path(path).expanduser()
+    if (path / "adapter_config.json").is_file() and not (path / "config.json").is_file():
+        raise ModelError(
+            f"model.name_or_path={path} is a peft adapter directory, not a model. Point it at the merged model "
+            "(an rlx LoRA run writes it to <run>/policy), or at the base model and train a new adapter (peft=lora)"
+        )
     if not (path / "config.json").is_file():
         raise ModelError(
             f"model.name_or_path={path} is not a model directory (no config.json). Point it at a directory "
@@ -55,15 +68,35 @@ def load_local(path: str | Path, dtype: str = "float32") -> LoadedModel:
         raise ModelError(f"model.dtype={dtype!r} is not a torch dtype (use float32, bfloat16 or float16)") from None
     policy = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype, local_files_only=True)
     policy.generation_config.pad_token_id = tokenizer.pad_token_id
+    disable_dropout(policy)
+    if gradient_checkpointing:
+        if not policy.supports_gradient_checkpointing:
+            raise ModelError(f"model.gradient_checkpointing=true, but {type(policy).__name__} does not support it; "
+                             "set model.gradient_checkpointing=false")
+        policy.activation_checkpointing_enable()
     return LoadedModel(policy=policy, tokenizer=tokenizer, path=path)
+
+
+def disable_dropout(model: nn.Module) -> None:
+    """Every dropout of the model off (TRL's `disable_dropout`, verl's default), so the policy's update can run
+    in train mode (which gradient checkpointing and LoRA's adapter dropout need) while its log-probs stay
+    those of the sampling policy: the importance ratio is exactly 1 before the first update. Covers dropout
+    modules and the attention-probability dropout that attention modules read as a float attribute; the
+    config (what save_pretrained exports) is left as it was."""
+    for module in model.modules():
+        if isinstance(module, nn.Dropout):
+            module.p = 0.0
+        if isinstance(getattr(module, "attention_dropout", None), float):
+            module.attention_dropout = 0.0
 
 
 class LocalModel:
     """`model=hf`: any local `AutoModelForCausalLM` directory (a GPU user's real model)."""
 
-    def __init__(self, name_or_path: str, dtype: str) -> None:
+    def __init__(self, name_or_path: str, dtype: str, gradient_checkpointing: bool) -> None:
         self.name_or_path = name_or_path
         self.dtype = dtype
+        self.gradient_checkpointing = gradient_checkpointing
 
     def __call__(self, task) -> LoadedModel:  # the task is not needed: the model is already trained
-        return load_local(self.name_or_path, self.dtype)
+        return load_local(self.name_or_path, self.dtype, self.gradient_checkpointing)

@@ -32,3 +32,26 @@ class FrozenReference:
     def to(self, device) -> "FrozenReference":
         self.model.to(device)
         return self
+
+
+class AdapterReference:
+    """The reference of a LoRA run (`peft=lora`): the policy itself with its adapters disabled (peft's
+    `disable_adapter()`, as TRL's GRPOTrainer does for a new adapter), never a second copy of the weights. It is
+    exactly the starting policy because a new LoRA adapter starts at B = 0. Forwards run in eval mode without
+    autograd; the policy's mode and adapters are restored afterwards. `.to()` has nothing of its own to move."""
+
+    def __init__(self, policy: nn.Module) -> None:
+        self.policy = policy
+
+    @contextmanager
+    def forward_model(self) -> Iterator[nn.Module]:
+        training = self.policy.training
+        self.policy.eval()
+        try:
+            with torch.no_grad(), self.policy.disable_adapter():
+                yield self.policy
+        finally:
+            self.policy.train(training)
+
+    def to(self, device) -> "AdapterReference":
+        return self

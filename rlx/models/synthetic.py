@@ -51,7 +51,7 @@ def synthetic_corpus(lines: int, seed: int) -> list[str]:
     return out
 
 
-def train_tokenizer(vocab_size: int, corpus: list[str]) -> PreTrainedTokenizerFast:
+def train_tokenizer(vocab_size: int, corpus: list[str], chat_template: bool = True) -> PreTrainedTokenizerFast:
     core = Tokenizer(models.BPE(unk_token=None))
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     core.decoder = decoders.ByteLevel()
@@ -59,20 +59,22 @@ def train_tokenizer(vocab_size: int, corpus: list[str]) -> PreTrainedTokenizerFa
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     core.train_from_iterator(corpus, trainer=trainer)
     return PreTrainedTokenizerFast(tokenizer_object=core, eos_token=EOS, pad_token=PAD, padding_side="left",
-                                   chat_template=CHAT_TEMPLATE, clean_up_tokenization_spaces=False)
+                                   chat_template=CHAT_TEMPLATE if chat_template else None,
+                                   clean_up_tokenization_spaces=False)
 
 
 def build_model_dir(path: str | Path, arch: str = "qwen2", hidden: int = 512, layers: int = 8, heads: int = 8,
                     kv_heads: int | None = None, intermediate: int | None = None, vocab: int = 32000,
                     max_positions: int = 2048, corpus_lines: int = 60_000, seed: int = 0,
-                    tie_embeddings: bool = True) -> Path:
+                    tie_embeddings: bool = True, chat_template: bool = True) -> Path:
     """Write a random-init `arch` model and its trained tokenizer to `path`; returns `path`.
+    `chat_template=False` leaves the tokenizer without one (a base model's, which cannot render messages).
 
     The model's vocabulary is `vocab` rows even when the corpus yields fewer BPE tokens (the unused rows
     are never sampled from a trained model, and the [N, T, V] logits then have the real width).
     """
     path = Path(path)
-    tokenizer = train_tokenizer(vocab, synthetic_corpus(corpus_lines, seed))
+    tokenizer = train_tokenizer(vocab, synthetic_corpus(corpus_lines, seed), chat_template)
     config = AutoConfig.for_model(
         arch, vocab_size=max(vocab, len(tokenizer)), hidden_size=hidden, num_hidden_layers=layers,
         num_attention_heads=heads, num_key_value_heads=kv_heads or heads,

@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from rlx.models.loading import LoadedModel, load_local
+from rlx.models.loading import LoadedModel, ModelError, load_local
 from rlx.models.tokenizer import build_char_tokenizer
 from rlx.models.warm_start import WarmStartConfig, supervised_finetune
 from rlx.rollout.generate import generate
@@ -55,12 +55,14 @@ class TinyModel:
     """Build (or fetch from the cache) the warm-started tiny model for a task, then load it like any other."""
 
     def __init__(self, hidden_size: int, layers: int, heads: int, intermediate_size: int, max_positions: int,
-                 init_std: float, warm_start: WarmStartConfig | None, cache_dir: str, dtype: str) -> None:
+                 init_std: float, warm_start: WarmStartConfig | None, cache_dir: str, dtype: str,
+                 gradient_checkpointing: bool) -> None:
         self.arch = dict(hidden_size=hidden_size, layers=layers, heads=heads,
                          intermediate_size=intermediate_size, max_positions=max_positions, init_std=init_std)
         self.warm_start = warm_start
         self.cache_dir = Path(cache_dir).expanduser()
         self.dtype = dtype
+        self.gradient_checkpointing = gradient_checkpointing
 
     def cache_key(self, task) -> str:
         ws = None if self.warm_start is None else vars(self.warm_start)
@@ -70,13 +72,16 @@ class TinyModel:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def __call__(self, task) -> LoadedModel:
+        if task.conversational:  # fail before the warm start, not after it
+            raise ModelError("the data's prompts are conversations (lists of messages), but model=tiny's character "
+                             "tokenizer has no chat template. Use model=hf with a chat model, or plain-text prompts")
         target = self.cache_dir / "tiny" / self.cache_key(task)
         if (target / "config.json").is_file():
             log.info("warm start: reusing %s", target)
         else:
             with isolated_rng():  # the SFT's draws never reach the caller's RNGs (the RL phase: rlx.seeding)
                 self.build(task, target)
-        return load_local(target, self.dtype)
+        return load_local(target, self.dtype, self.gradient_checkpointing)
 
     def build(self, task, target: Path) -> None:
         tokenizer = build_char_tokenizer()

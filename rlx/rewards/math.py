@@ -1,12 +1,16 @@
 """reward=math: the completion's final answer must equal the row's `answer`.
 
-`strict=True` (the embedded arithmetic default) requires the whole completion to be the answer, so a
-policy cannot earn reward by padding the answer with other text. Otherwise the final answer is extracted
-(`extract_answer`: last \\boxed{}, else after the last `####` or `Answer:`, else the last number) and compared
-by `verifier`: "exact" (numbers numerically, text as text) or "math_verify" (symbolic equivalence, e.g.
-1/2 = 0.5 = \\frac{1}{2}; GSM8K and MATH rows). math_verify guards itself with SIGALRM, which only works on
-a process's main thread (off it, verl silently scored everything 0), so it runs on the main thread of a
-dedicated worker process; a batch that overruns even that is reported as INFRA, never as wrong.
+`strict=True` requires the whole completion to be the answer, so a policy cannot earn reward by padding the
+answer with other text. `strict=False` extracts the final answer (`extract_answer`: last \\boxed{}, else after
+the last `####` or `Answer:`, else the last number); a reference answer that itself carries a marker (GSM8K's
+"...#### 72", MATH's \\boxed{}) is extracted the same way. `strict=None` (the config's default) lets the task
+decide (`Task.strict_answers`): strict on the bundled arithmetic tasks, whose completions are the bare sum,
+extracting on user data (data=jsonl, data=hf_dataset), where a strict match would score almost every free-text
+completion 0, silently. The answer is compared by `verifier`: "exact" (numbers numerically, text as text)
+or "math_verify" (symbolic equivalence, e.g. 1/2 = 0.5 = \\frac{1}{2}; GSM8K and MATH rows). math_verify
+guards itself with SIGALRM, which only works on a process's main thread (off it, verl silently scored
+everything 0), so it runs on the main thread of a dedicated worker process; a batch that overruns even that
+is reported as INFRA, never as wrong.
 
 Optional format component: `format_weight` × (the completion states its answer with an explicit marker),
 added to correctness, so reward = correct + format_weight · format.
@@ -83,12 +87,18 @@ def math_verify_batch(pairs: list[tuple[str, str]], timeout_s: int) -> list[bool
 class MathReward:
     required_fields = ("answer",)
 
-    def __init__(self, strict: bool, verifier: str = "exact", format_weight: float = 0.0,
+    def __init__(self, strict: bool | None, verifier: str = "exact", format_weight: float = 0.0,
                  timeout_s: int = 5) -> None:
         if verifier not in ("exact", "math_verify"):
             raise ValueError(f"reward.verifier must be 'exact' or 'math_verify' (got {verifier!r})")
         self.strict, self.verifier, self.format_weight, self.timeout_s = strict, verifier, format_weight, timeout_s
         self._executor: futures.ProcessPoolExecutor | None = None
+
+    def bind(self, task) -> None:
+        """Resolve `strict=None` from the task this reward scores, or its class (`strict_answers` is a class
+        attribute); called once at start by rlx.train and rlx.score."""
+        if self.strict is None:
+            self.strict = task.strict_answers
 
     def _verify(self, pairs: list[tuple[str, str]]) -> list[bool] | None:
         """math_verify on a dedicated process; None when the worker broke or overran (INFRA)."""
@@ -102,6 +112,8 @@ class MathReward:
             return None
 
     def __call__(self, completions: list[str], rows: list[dict]) -> list[Verdict]:
+        if self.strict is None:
+            raise RuntimeError("MathReward(strict=None) scores only after bind(task) has chosen the strictness")
         verdicts: list[Verdict | None] = [None] * len(completions)
         pending = []
         for index, (completion, row) in enumerate(zip(completions, rows, strict=True)):
@@ -110,7 +122,7 @@ class MathReward:
             if not predicted:
                 verdicts[index] = Verdict(0.0, Status.FORMAT, {"correct": 0.0, "format": 0.0})
                 continue
-            pending.append((index, predicted, str(row["answer"]), formatted))
+            pending.append((index, predicted, self._reference(str(row["answer"])), formatted))
         if self.verifier == "math_verify" and pending:
             outcomes = self._verify([(p, r) for _, p, r, _ in pending])
         else:
@@ -124,6 +136,11 @@ class MathReward:
                                       Status.PASS if correct else Status.FAIL,
                                       {"correct": correct, "format": formatted}, {"extracted": predicted})
         return verdicts
+
+    def _reference(self, answer: str) -> str:
+        if self.strict or not has_marker(answer):
+            return answer
+        return extract_answer(answer) or answer
 
     def close(self) -> None:
         if self._executor is not None:

@@ -14,10 +14,11 @@ GROUPS = sorted(p.name for p in CONF.iterdir() if p.is_dir() and p.name not in (
 REQUIRED = {
     ("model", "hf"): ["model.name_or_path=/nonexistent"],
     ("data", "jsonl"): ["data.train_file=/nonexistent.jsonl", "data.val_file=/nonexistent.jsonl"],
+    ("data", "hf_dataset"): ["data.path=/nonexistent"],
     ("data", "multi_sum"): ["reward.strict=false"],  # answers after a scratchpad: the last number is scored
 }
 # Building these objects reads files; composing and resolving them is what this test checks.
-COMPOSE_ONLY = {("data", "jsonl")}
+COMPOSE_ONLY = {("data", "jsonl"), ("data", "hf_dataset")}
 
 
 def options(group: str) -> list[str]:

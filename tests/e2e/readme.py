@@ -55,6 +55,8 @@ SKIP = {
 BENCH: dict[str, list[str]] = {
     "grpo_step.py": ["--steps", "2", "--warmup", "1"],
     "sandbox_throughput.py": [],
+    "memory.py": ["--prompts", "2", "--group-size", "2", "--new-tokens", "4", "--hidden", "64", "--layers", "2",
+                  "--vocab", "2000", "--micro-batch", "2", "--generation-batch", "4", "--skip-unbatched-above", "0"],
 }
 
 

@@ -120,7 +120,8 @@ class SandboxPool:
                 try:
                     results[index] = worker.run({"harness": harness, "payload": payload, "hide": list(self.hide),
                                                  "limits": dataclasses.asdict(limits)}, limits.wall_s)
-                except RuntimeError as err:
+                except RuntimeError as err:  # the server did not start (killed or crashed while importing)
+                    log.warning("%s; its sample is INFRA and the server is restarted for the next one", err)
                     results[index] = {"infra": str(err)}
 
         threads = [threading.Thread(target=drain, args=(w,), daemon=True) for w in self.workers]
