@@ -63,7 +63,7 @@ def bucket_accuracy(run_dir: Path) -> dict[int, float]:
     loaded = load_local(run_dir / "policy")
     with torch.inference_mode():
         texts = generate(loaded.policy, loaded.tokenizer, [r["prompt"] for r in task.val], task.max_new_tokens,
-                         1.0, greedy=True)[-1]
+                         1.0, greedy=True).texts
     passed: dict[int, list[bool]] = {}
     for row, verdict in zip(task.val, reward(texts, task.val), strict=True):
         passed.setdefault(row["difficulty"], []).append(verdict.status == Status.PASS)

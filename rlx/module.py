@@ -36,8 +36,9 @@ from rlx.errors import ConfigError
 from rlx.models.reference import FrozenReference
 from rlx.rewards.base import Status
 from rlx.rollout.batch import RolloutBatch
-from rlx.rollout.collect import collect, score
-from rlx.rollout.generate import generate
+from rlx.rollout.collect import RolloutConfig, collect, score
+from rlx.rollout.engine import Generator
+from rlx.rollout.generate import HFGenerate
 from rlx.update import NonFiniteGuard, prepare, update
 
 
@@ -66,7 +67,8 @@ class StepTicker(IterableDataset):
 class RLModule(LightningModule):
     def __init__(self, policy, tokenizer, task, reward, advantage, algo: Algorithm, sampler, *,
                  reference: FrozenReference | None = None, critic=None, val_batch_size: int = 256,
-                 samples_path: str | None = None, samples_every: int = 10, samples_per_step: int = 4) -> None:
+                 samples_path: str | None = None, samples_every: int = 10, samples_per_step: int = 4,
+                 rollout: Generator | None = None) -> None:
         super().__init__()
         self.automatic_optimization = False
         self.policy = policy
@@ -80,6 +82,8 @@ class RLModule(LightningModule):
         self.val_batch_size = val_batch_size
         self.samples_path = Path(samples_path) if samples_path else None
         self.samples_every, self.samples_per_step = samples_every, samples_per_step
+        # The `rollout` group's generator (train.build passes it); a module built by hand samples with HF generate.
+        self.rollout = rollout if rollout is not None else HFGenerate(overlap_scoring=True)
         self.before_metrics: dict | None = None  # held-out metrics of the starting policy, kept across resumes
         self.val_tally = EvalTally()  # held-out sums of this rank (rlx.distributed.evaluation)
         self.val_weights = HeldWeights()  # trainer=fsdp: the policy's full weights while it evaluates
@@ -122,8 +126,7 @@ class RLModule(LightningModule):
         world = World.current()
         with full_weights(self.policy, self.critic):  # trainer=fsdp: unsharded while generating (rlx.distributed)
             batch, stats = collect(self.policy, self.tokenizer, self.reward, self.sampler, self.task.train,
-                                   self.algo.prompts_per_step, self.algo.group_size, self.task.max_new_tokens,
-                                   self.algo.temperature, self.tokenizer.pad_token_id)
+                                   self.rollout, self.rollout_config())
             shard = take(world, batch, self.tokenizer.pad_token_id, self.algo.minibatches,
                          equal=sharded(self.policy))  # this rank's groups
             batch, prepared = prepare(shard.batch, self.algo, self.advantage, self.policy, self.reference,
@@ -132,6 +135,11 @@ class RLModule(LightningModule):
         whole = shard.whole(batch)  # every rank's rows: the step's metrics as one process computes them
         self.log_step(whole, stats, losses)
         self.write_samples(whole, step, shard.ranks())
+
+    def rollout_config(self) -> RolloutConfig:
+        algo = self.algo
+        return RolloutConfig(algo.prompts_per_step, algo.group_size, self.task.max_new_tokens, algo.temperature,
+                             algo.generation_batch_size)
 
     def update(self, batch: RolloutBatch) -> dict[str, float]:
         """Every optimiser update of this RL step, then one counted Lightning step.
@@ -178,6 +186,8 @@ class RLModule(LightningModule):
             "rollout/tok_per_s": stats.tokens / max(stats.seconds, 1e-9),
             "rollout/seconds": stats.seconds,
             "rollout/rounds": float(stats.rounds),
+            "time/generate": stats.generate_seconds,  # (perf) wall time inside the rollout engine
+            "time/score": stats.score_seconds,  # (perf) time inside the reward, overlapping generation
             "optim/lr": self.lr_schedulers().get_last_lr()[0],
             "train/skipped_updates": float(self.guard.skipped),
             "train/trained_frac": batch.sample_mask.float().mean(),
@@ -226,8 +236,11 @@ class RLModule(LightningModule):
         self.val_weights.hold(self.policy)  # trainer=fsdp: ranks decode different numbers of batches
 
     def validation_step(self, rows: list[dict], batch_idx: int) -> None:
-        texts = generate(self.policy, self.tokenizer, [r["prompt"] for r in rows], self.task.max_new_tokens,
-                         1.0, greedy=True)[-1]
+        texts = []
+        step = self.algo.generation_batch_size or len(rows)  # the KV cache holds one chunk at a time
+        for start in range(0, len(rows), step):
+            texts += self.rollout(self.policy, self.tokenizer, [r["prompt"] for r in rows[start : start + step]],
+                                  self.task.max_new_tokens, 1.0, greedy=True).texts
         verdicts = score(self.reward, texts, rows)
         passed = torch.tensor([v.status == Status.PASS for v in verdicts], dtype=torch.float32)
         rewards = torch.tensor([float(v.reward) for v in verdicts])

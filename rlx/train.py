@@ -54,7 +54,7 @@ def build(cfg: DictConfig) -> tuple[RLModule, pl.Trainer]:
     module = RLModule(
         policy, loaded.tokenizer, task, reward, advantage, algo, sampler, reference=reference, critic=critic,
         val_batch_size=cfg.val_batch_size, samples_path=str(run_dir / "samples.jsonl"),
-        samples_every=cfg.samples_every, samples_per_step=cfg.samples_per_step,
+        samples_every=cfg.samples_every, samples_per_step=cfg.samples_per_step, rollout=build_node(cfg, "rollout"),
     )
     module.peft = peft
     trainer = build_node(cfg, "trainer", logger=build_node(cfg, "logger"))

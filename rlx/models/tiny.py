@@ -9,6 +9,7 @@ that shares them, reuses the checkpoint instead of redoing the SFT.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import logging
@@ -47,7 +48,7 @@ def build_tiny_llama(tokenizer, hidden_size: int, layers: int, heads: int, inter
 
 
 def greedy_match_rate(model, tokenizer, examples: list[tuple[str, str]], max_new_tokens: int) -> float:
-    texts = generate(model, tokenizer, [p for p, _ in examples], max_new_tokens, 1.0, greedy=True)[-1]
+    texts = generate(model, tokenizer, [p for p, _ in examples], max_new_tokens, 1.0, greedy=True).texts
     return sum(t == c for t, (_, c) in zip(texts, examples)) / len(examples)
 
 
@@ -76,11 +77,20 @@ class TinyModel:
             raise ModelError("the data's prompts are conversations (lists of messages), but model=tiny's character "
                              "tokenizer has no chat template. Use model=hf with a chat model, or plain-text prompts")
         target = self.cache_dir / "tiny" / self.cache_key(task)
-        if (target / "config.json").is_file():
-            log.info("warm start: reusing %s", target)
-        else:
-            with isolated_rng():  # the SFT's draws never reach the caller's RNGs (the RL phase: rlx.seeding)
-                self.build(task, target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # One process trains a recipe's warm start; the sweep's other jobs that need it wait for it here and then
+        # reuse it, instead of each training the same model (an flock is released if its holder dies).
+        with open(target.parent / f".{target.name}.lock", "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                log.info("warm start: another process is training %s; waiting for it", target)
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            if (target / "config.json").is_file():
+                log.info("warm start: reusing %s", target)
+            else:
+                with isolated_rng():  # the SFT's draws never reach the caller's RNGs (the RL phase: rlx.seeding)
+                    self.build(task, target)
         return load_local(target, self.dtype, self.gradient_checkpointing)
 
     def build(self, task, target: Path) -> None:

@@ -39,8 +39,9 @@ def kl_to_start(run_dir: str | Path, prompts: int = 256, seed: int = 0) -> float
     temperature = float(cfg.algo.temperature)
     torch.manual_seed(seed)
     with torch.inference_mode():
-        ids, mask, response_mask, _, _ = generate(policy.policy, policy.tokenizer, [r["prompt"] for r in rows],
-                                                  task.max_new_tokens, temperature, greedy=False)
+        gen = generate(policy.policy, policy.tokenizer, [r["prompt"] for r in rows], task.max_new_tokens,
+                       temperature, greedy=False)
+        ids, mask, response_mask = gen.input_ids, gen.attention_mask, gen.response_mask
         width = response_mask.shape[1]
         logp = sequence_logprobs(policy.policy, ids, mask, width, temperature, micro_batch_size=64)  # [N, T]
         ref_logp = sequence_logprobs(reference.policy, ids, mask, width, temperature, micro_batch_size=64)  # [N, T]

@@ -34,6 +34,10 @@ class RolloutBatch:
     token_rewards: Tensor | None = None  # [N, T] score at the last token, minus a per-token KL penalty if any
     advantages: Tensor | None = None  # [N, T]
     returns: Tensor | None = None  # [N, T] value targets (critic only)
+    # (perf) The rollout engine's own log-probs of the sampled tokens, from its decode logits at the sampling
+    # temperature, 0 off the response mask; None from rollout=hf. Equal to sequence_logprobs of the sampling
+    # policy to 1e-5 (tests/rollout/test_engine.py), so usable as old_logp without a second forward.
+    sampling_logp: Tensor | None = None  # [N, T]
 
     @property
     def response_width(self) -> int:
@@ -85,6 +89,7 @@ def concat(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
             group_index=b.group_index + offset,
             prompt_index=b.prompt_index, rewards=b.rewards, valid=b.valid, truncated=b.truncated,
             completions=b.completions, statuses=b.statuses, components=b.components,
+            sampling_logp=None if b.sampling_logp is None else pad(b.sampling_logp, 0, right, 0.0),  # (perf)
         )
         offset += int(b.group_index.max()) + 1 if len(b.group_index) else 0
         parts.append(rb)
@@ -100,4 +105,6 @@ def concat(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
         completions=[c for p in parts for c in p.completions],
         statuses=[s for p in parts for s in p.statuses],
         components={k: torch.cat([p.components[k] for p in parts]) for k in parts[0].components},
+        sampling_logp=(torch.cat([p.sampling_logp for p in parts])  # (perf) [N, T] when every part has them
+                       if all(p.sampling_logp is not None for p in parts) else None),
     )

@@ -1,11 +1,19 @@
 """One step's experience: sample prompts → generate a group per prompt → score → keep the groups the
-curriculum wants, over as many generation rounds as it allows."""
+curriculum wants, over as many generation rounds as it allows.
+
+Within a round, generation runs in chunks of `generation_batch_size` sequences (whole groups), so the KV cache
+holds one chunk at a time. Scoring a chunk runs on a worker thread while the next chunk generates: the
+rewards do their heavy work in other processes (sandbox servers, the math_verify worker) or in torch-free
+Python that is short, so the generating thread keeps the cores. One worker thread keeps the reward's calls
+sequential, as they always were.
+"""
 
 from __future__ import annotations
 
 import logging
 import math
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import torch
@@ -13,9 +21,33 @@ import torch
 from rlx.distributed import World, sharded_round
 from rlx.rewards.base import Status, Verdict
 from rlx.rollout.batch import RolloutBatch, concat
-from rlx.rollout.generate import generate
+from rlx.rollout.engine import Generation, Generator
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RolloutConfig:
+    """What a step's rollout reads from the run's config."""
+
+    prompts_per_step: int  # algo.prompts_per_step: groups in the batch that is trained on
+    group_size: int  # algo.group_size: completions per prompt (G)
+    max_new_tokens: int  # data.max_new_tokens
+    temperature: float  # algo.temperature
+    generation_batch_size: int | None  # algo.generation_batch_size: sequences per generation call (null: all)
+
+    def __post_init__(self) -> None:
+        gbs = self.generation_batch_size
+        if gbs is not None and (gbs < self.group_size or gbs % self.group_size):
+            raise ValueError(
+                f"algo.generation_batch_size={gbs} must be a multiple of algo.group_size={self.group_size} "
+                "(a prompt's completions are generated together, from one prefill). Set it to a multiple of "
+                "the group size, or null to generate a whole round at once")
+
+    def chunks(self, indices: list[int]) -> list[list[int]]:
+        """The round's prompts, split so that each generation call holds ≤ generation_batch_size sequences."""
+        per = len(indices) if self.generation_batch_size is None else self.generation_batch_size // self.group_size
+        return [indices[i : i + per] for i in range(0, len(indices), max(per, 1))]
 
 
 @dataclass
@@ -24,10 +56,20 @@ class RolloutStats:
     groups_generated: int
     zero_std_groups: int
     tokens: int
-    seconds: float
+    seconds: float  # wall time of the whole collect
     status_counts: dict[str, int]
     batch_groups: int  # groups in the batch that is trained on (kept, after trimming)
     batch_zero_std_groups: int  # of those, groups whose rewards are all equal (no gradient)
+    generate_seconds: float = 0.0  # time/generate: wall time inside the rollout engine
+    score_seconds: float = 0.0  # time/score: time inside the reward (overlaps generation; see collect)
+    chunks: int = 0  # generation calls
+
+
+@dataclass
+class Timer:
+    generate: float = 0.0
+    score: float = 0.0
+    chunks: int = 0
 
 
 def score(reward, completions: list[str], rows: list[dict]) -> list[Verdict]:
@@ -50,28 +92,84 @@ def score(reward, completions: list[str], rows: list[dict]) -> list[Verdict]:
     return out
 
 
-def generate_and_score(policy, tokenizer, reward, rows, indices, group_size, max_new_tokens, temperature,
-                       group_offset: int = 0) -> RolloutBatch:
-    prompt_rows = [rows[i] for i in indices for _ in range(group_size)]
-    input_ids, attention_mask, response_mask, truncated, texts = generate(
-        policy, tokenizer, [r["prompt"] for r in prompt_rows], max_new_tokens, temperature, greedy=False)
-    verdicts = score(reward, texts, prompt_rows)
-    names = sorted({k for v in verdicts for k in v.components})
-    device = input_ids.device
+def to_batch(gen: Generation, verdicts: list[Verdict], indices: list[int], group_size: int,
+             names: list[str]) -> RolloutBatch:
+    """`names`: the reward components every batch of this step carries (0 where a verdict lacks one)."""
+    device = gen.input_ids.device
     return RolloutBatch(
-        input_ids=input_ids,
-        attention_mask=attention_mask,
-        response_mask=response_mask,
-        group_index=torch.arange(len(indices), device=device).repeat_interleave(group_size) + group_offset,
+        input_ids=gen.input_ids,
+        attention_mask=gen.attention_mask,
+        response_mask=gen.response_mask,
+        group_index=torch.arange(len(indices), device=device).repeat_interleave(group_size),
         prompt_index=torch.tensor(indices, device=device).repeat_interleave(group_size),
         rewards=torch.tensor([float(v.reward) for v in verdicts], device=device),
         valid=torch.tensor([v.status != Status.INFRA for v in verdicts], device=device),
-        truncated=truncated,
-        completions=texts,
+        truncated=gen.truncated,
+        completions=gen.texts,
         statuses=[v.status.value for v in verdicts],
         components={n: torch.tensor([float(v.components.get(n, 0.0)) for v in verdicts], device=device)
                     for n in names},
+        sampling_logp=gen.logprobs,
     )
+
+
+def generate_and_score(policy, tokenizer, reward, engine: Generator, rows: list[dict], indices: list[int],
+                       config: RolloutConfig, timer: Timer | None = None) -> RolloutBatch:
+    """One round: the prompts `indices`, G completions each, generated chunk by chunk while the previous
+    chunk is scored on a worker thread; groups come back in the order of `indices` (group i = rows i·G ..)."""
+    timer = timer if timer is not None else Timer()
+    g = config.group_size
+    chunks = config.chunks(list(indices))
+    pending: list[tuple[Generation, list[int], Future]] = []
+    # A single chunk has nothing to overlap with: it is scored on this thread.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rlx-score") if engine.overlap_scoring and len(
+            chunks) > 1 else Inline() as pool:
+        for chunk in chunks:
+            start = time.perf_counter()
+            gen = engine(policy, tokenizer, [rows[i]["prompt"] for i in chunk], config.max_new_tokens,
+                         config.temperature, greedy=False, repeats=g)
+            timer.generate += time.perf_counter() - start
+            timer.chunks += 1
+            chunk_rows = [rows[i] for i in chunk for _ in range(g)]
+            pending.append((gen, chunk, pool.submit(timed_score, reward, gen.texts, chunk_rows)))
+        scored = []
+        for gen, chunk, future in pending:
+            verdicts, seconds = future.result()
+            timer.score += seconds
+            scored.append((gen, chunk, verdicts))
+    names = sorted({k for _, _, verdicts in scored for v in verdicts for k in v.components})
+    return concat([to_batch(gen, verdicts, chunk, g, names) for gen, chunk, verdicts in scored],
+                  tokenizer.pad_token_id)
+
+
+def align_components(batches: list[RolloutBatch]) -> list[RolloutBatch]:
+    """Give every batch the same reward components (0 where a round's verdicts had none, e.g. an INFRA round)."""
+    names = {k for b in batches for k in b.components}
+    for b in batches:
+        n = b.rewards.shape[0]
+        b.components = {k: b.components.get(k, torch.zeros(n, device=b.rewards.device)) for k in sorted(names)}
+    return batches
+
+
+class Inline:
+    """ThreadPoolExecutor's interface, running each call at once on the calling thread."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def submit(self, fn, *args) -> Future:
+        future: Future = Future()
+        future.set_result(fn(*args))
+        return future
+
+
+def timed_score(reward, completions: list[str], rows: list[dict]) -> tuple[list[Verdict], float]:
+    start = time.perf_counter()
+    verdicts = score(reward, completions, rows)
+    return verdicts, time.perf_counter() - start
 
 
 def grouped_rewards(batch: RolloutBatch, group_size: int) -> list[list[float]]:
@@ -80,31 +178,32 @@ def grouped_rewards(batch: RolloutBatch, group_size: int) -> list[list[float]]:
     return [[r for r, ok in zip(rs, oks) if ok] for rs, oks in zip(rewards, valid)]
 
 
-def collect(policy, tokenizer, reward, sampler, rows, prompts_per_step: int, group_size: int,
-            max_new_tokens: int, temperature: float, pad_id: int) -> tuple[RolloutBatch, RolloutStats]:
+def collect(policy, tokenizer, reward, sampler, rows, engine: Generator,
+            config: RolloutConfig) -> tuple[RolloutBatch, RolloutStats]:
     start = time.perf_counter()
+    timer = Timer()
     kept: list[RolloutBatch] = []
     n_kept = rounds = generated = zero_std = tokens = 0
     statuses: dict[str, int] = {}
     last = None
-    while n_kept < prompts_per_step and rounds < sampler.max_rounds:
-        indices = sampler.sample(prompts_per_step - n_kept)
+    g = config.group_size
+    while n_kept < config.prompts_per_step and rounds < sampler.max_rounds:
+        indices = sampler.sample(config.prompts_per_step - n_kept)
         # each rank generates and scores its share of the round; every rank gets the whole round back
         batch = sharded_round(World.current(), lambda share: generate_and_score(
-            policy, tokenizer, reward, rows, share, group_size, max_new_tokens, temperature), indices, pad_id)
-        groups = grouped_rewards(batch, group_size)
+            policy, tokenizer, reward, engine, rows, share, config, timer), indices, tokenizer.pad_token_id)
+        groups = grouped_rewards(batch, g)
         sampler.observe(indices, groups)
         keep = sampler.keep(groups)
         rounds += 1
         generated += len(groups)
-        zero_std += sum(1 for g in groups if len(g) > 0 and max(g) == min(g))
+        zero_std += sum(1 for grp in groups if len(grp) > 0 and max(grp) == min(grp))
         tokens += int(batch.response_mask.sum())
         for s in batch.statuses:
             statuses[s] = statuses.get(s, 0) + 1
         last = batch
         # Group i's completions are rows i*G .. i*G+G-1 of the round's batch.
-        rows_kept = torch.tensor([i * group_size + j for i, k in enumerate(keep) if k for j in range(group_size)],
-                                 dtype=torch.long)
+        rows_kept = torch.tensor([i * g + j for i, k in enumerate(keep) if k for j in range(g)], dtype=torch.long)
         if len(rows_kept):
             sub = batch.select(rows_kept.to(batch.input_ids.device))
             sub.group_index = torch.unique(sub.group_index, return_inverse=True)[1]
@@ -112,10 +211,11 @@ def collect(policy, tokenizer, reward, sampler, rows, prompts_per_step: int, gro
             n_kept += int(sum(keep))
     # If no round produced a group the curriculum wanted, train on the last round as it is: its
     # zero-variance groups get zero advantage, and the metrics say so.
-    result = concat(kept, pad_id) if kept else last
-    if n_kept > prompts_per_step:  # a sampler that oversamples may overfill the last round
-        result = result.select(torch.nonzero(result.group_index < prompts_per_step).squeeze(-1))
-    in_batch = grouped_rewards(result, group_size)
+    result = concat(align_components(kept), tokenizer.pad_token_id) if kept else last
+    if n_kept > config.prompts_per_step:  # a sampler that oversamples may overfill the last round
+        result = result.select(torch.nonzero(result.group_index < config.prompts_per_step).squeeze(-1))
+    in_batch = grouped_rewards(result, g)
     stats = RolloutStats(rounds, generated, zero_std, tokens, time.perf_counter() - start, statuses,
-                         len(in_batch), sum(1 for g in in_batch if len(g) > 0 and max(g) == min(g)))
+                         len(in_batch), sum(1 for grp in in_batch if len(grp) > 0 and max(grp) == min(grp)),
+                         timer.generate, timer.score, timer.chunks)
     return result, stats

@@ -1,14 +1,31 @@
-"""Sampling completions with the KV cache (their log-probs are read back by rlx.rollout.logprobs)."""
+"""`rollout=hf`: sampling completions with transformers' `generate` (their log-probs are read back by
+rlx.rollout.logprobs)."""
 
 from __future__ import annotations
 
 import torch
 
+from rlx.rollout.engine import Generation, decode_texts, response_layout
+
+
+class HFGenerate:
+    """`rollout=hf`: transformers' own `model.generate` (KV cache, every prompt copy prefilled, finished rows
+    padded to the end). Kept as the reference the engine is measured against (bench/rollout.py) and as the
+    fallback for a model the engine cannot drive. It reports no per-token log-probs."""
+
+    def __init__(self, overlap_scoring: bool) -> None:
+        self.overlap_scoring = overlap_scoring  # see rlx.rollout.engine.Generator
+
+    def __call__(self, model, tokenizer, prompts: list[str], max_new_tokens: int, temperature: float,
+                 greedy: bool, repeats: int = 1) -> Generation:
+        return generate(model, tokenizer, [p for p in prompts for _ in range(repeats)], max_new_tokens,
+                        temperature, greedy)
+
 
 @torch.no_grad()
-def generate(model, tokenizer, prompts: list[str], max_new_tokens: int, temperature: float, greedy: bool):
-    """Continue each prompt once (repeat prompts to get a group). Returns
-    input_ids [N, P + T], attention_mask [N, P + T], response_mask [N, T], truncated [N], texts (up to eos).
+def generate(model, tokenizer, prompts: list[str], max_new_tokens: int, temperature: float,
+             greedy: bool) -> Generation:
+    """Continue each prompt once with HF `generate` (repeat prompts to get a group).
 
     Sampling is plain ancestral sampling at `temperature` (top-k and top-p explicitly off, whatever the
     model's generation_config says), so the log-probs `sequence_logprobs` computes at the same temperature
@@ -21,18 +38,9 @@ def generate(model, tokenizer, prompts: list[str], max_new_tokens: int, temperat
         **enc, max_new_tokens=max_new_tokens, eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id, use_cache=True, **sampling,
     )  # [N, P + T']
-    width_p = enc["input_ids"].shape[1]
-    response = out[:, width_p:]  # [N, T']
-    is_eos = response == tokenizer.eos_token_id  # [N, T']
-    # a token belongs to the response if no eos came strictly before it
-    before_eos = (is_eos.long().cumsum(-1) - is_eos.long()) == 0  # [N, T']
-    response_mask = before_eos.long()  # [N, T']
-    truncated = ~is_eos.any(-1)  # [N]
-    response = torch.where(before_eos, response, torch.full_like(response, tokenizer.pad_token_id))
-    input_ids = torch.cat([enc["input_ids"], response], dim=1)  # [N, P + T']
-    attention_mask = torch.cat([enc["attention_mask"], response_mask], dim=1)  # [N, P + T']
-    texts = []
-    for row, mask in zip(response.tolist(), response_mask.tolist()):
-        tokens = [tok for tok, keep in zip(row, mask) if keep and tok != tokenizer.eos_token_id]
-        texts.append(tokenizer.decode(tokens, skip_special_tokens=False))
-    return input_ids, attention_mask, response_mask, truncated, texts
+    response = out[:, enc["input_ids"].shape[1]:]  # [N, T']
+    input_ids, attention_mask, response_mask, truncated, response = response_layout(
+        enc["input_ids"], enc["attention_mask"], response, tokenizer.eos_token_id, tokenizer.pad_token_id)
+    return Generation(input_ids, attention_mask, response_mask, truncated,
+                      decode_texts(tokenizer, response, response_mask))
+

@@ -17,6 +17,8 @@ from typing import Callable
 import torch
 from torch import Tensor
 
+from rlx.rollout.prefix import shared_prefix_logits  # (perf)
+
 
 def plan_micro_batches(lengths: Tensor, micro_batch_size: int | None, micro_batch_tokens: int | None) -> list[Tensor]:
     """Split rows 0..N−1 into micro-batches (lists of row indices, every row exactly once).
@@ -108,10 +110,9 @@ def forward_logprobs(model, input_ids: Tensor, attention_mask: Tensor, response_
                      with_entropy: bool = False) -> tuple[Tensor, Tensor | None]:
     """log π(y_t | x, y<t) [n, T] of one (already trimmed) micro-batch, one forward pass with logits only for
     the completion positions (`logits_to_keep`); gradients flow unless the caller disables them."""
-    position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)  # [n, P + T] matches generate's positions
-    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                logits_to_keep=response_width + 1, use_cache=False)
-    logits = out.logits[:, :-1]  # [n, T, V] position P + t − 1 predicts completion token t
+    # (perf) rows that share a prompt (a group) run it once: the same logits and gradient as one forward over
+    # the full rows (rlx.rollout.prefix, tests/rollout/test_prefix.py); positions are cumsum(mask) − 1 there too.
+    logits = shared_prefix_logits(model, input_ids, attention_mask, response_width)  # [n, T, V]
     return selective_log_softmax(logits, input_ids[:, -response_width:], temperature, with_entropy=with_entropy)
 
 

@@ -18,7 +18,8 @@ from rlx.models.tiny import build_tiny_llama
 from rlx.models.tokenizer import build_char_tokenizer
 from rlx.module import RLModule
 from rlx.rewards.base import Status, Verdict
-from rlx.rollout.collect import generate_and_score
+from rlx.rollout.collect import RolloutConfig, generate_and_score
+from rlx.rollout.generate import HFGenerate
 from rlx.rollout.logprobs import plan_micro_batches, sequence_logprobs, trim_padding
 from rlx.update import NonFiniteGuard, critic_step, policy_step, prepare
 from tests.algos.helpers import GradCapture, ScriptedReward, compose_algo
@@ -33,7 +34,8 @@ def parts():
     task = ArithmeticTask(10, 99, 10, 0, 0.5, 6, warm_start_min_match=0.0, warm_start_plateau_loss=None)
     torch.manual_seed(0)
     rewards = [1.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 0.0, 0.0]
-    batch = generate_and_score(model, tok, ScriptedReward(rewards), task.train, [0, 1, 2], 4, 6, 1.0)
+    batch = generate_and_score(model, tok, ScriptedReward(rewards), HFGenerate(overlap_scoring=True), task.train, [0, 1, 2],
+                               RolloutConfig(3, 4, 6, 1.0, None))
     batch = replace(batch, rewards=batch.rewards.double())  # float64 end to end
     assert len(set(batch.response_mask.sum(-1).tolist())) > 1  # completions of different lengths
     return tok, model, batch

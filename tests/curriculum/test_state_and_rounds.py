@@ -4,6 +4,7 @@ sampler with scripted rewards instead of a model."""
 from __future__ import annotations
 
 import io
+import types
 
 import pytest
 import torch
@@ -55,8 +56,12 @@ def test_state_from_other_data_is_refused(name):
         other.load_state_dict(original.state_dict())
 
 
-def fake_generate_and_score(policy, tokenizer, reward, data, indices, group_size, max_new_tokens, temperature):
+NO_TOKENIZER = types.SimpleNamespace(pad_token_id=0)  # collect reads only the pad id when joining rounds
+
+
+def fake_generate_and_score(policy, tokenizer, reward, engine, data, indices, config, timer):
     """A round of `collect` without a model: one token per completion, rewards from the scripted stream."""
+    group_size = config.group_size
     n = len(indices) * group_size
     rewards = torch.tensor([r for i in indices for r in group_rewards(i)])
     return RolloutBatch(
@@ -77,8 +82,8 @@ def test_collect_fills_a_dynamic_sampling_batch_with_informative_groups(monkeypa
     sample = sampler.sample
     monkeypatch.setattr(sampler, "sample", lambda count: requests.append(count) or sample(count))
     sampler.begin_step(0)
-    batch, stats = collect_module.collect(None, None, None, sampler, rows(300), prompts_per_step=8,
-                                          group_size=GROUP, max_new_tokens=1, temperature=1.0, pad_id=0)
+    batch, stats = collect_module.collect(None, NO_TOKENIZER, None, sampler, rows(300), None,
+                                          collect_module.RolloutConfig(8, GROUP, 1, 1.0, None))
     assert batch.group_index.unique().tolist() == list(range(8))  # trimmed to exactly the step's prompts
     assert all(int(i) % 3 == 1 for i in batch.prompt_index)  # only mixed-reward groups
     assert stats.batch_groups == 8 and stats.batch_zero_std_groups == 0
@@ -93,7 +98,7 @@ def test_collect_with_uniform_reports_the_batch_zero_variance(monkeypatch):
     sampler = UniformSampler(seed=0)
     sampler.bind(rows(12))
     sampler.begin_step(0)
-    batch, stats = collect_module.collect(None, None, None, sampler, rows(12), prompts_per_step=12,
-                                          group_size=GROUP, max_new_tokens=1, temperature=1.0, pad_id=0)
+    batch, stats = collect_module.collect(None, NO_TOKENIZER, None, sampler, rows(12), None,
+                                          collect_module.RolloutConfig(12, GROUP, 1, 1.0, None))
     # One epoch of the 12 prompts: 8 of them all-pass or all-fail.
     assert (stats.rounds, stats.batch_groups, stats.batch_zero_std_groups, stats.zero_std_groups) == (1, 12, 8, 8)

@@ -197,7 +197,8 @@ def rlx_update(preset: str, world: World, fsdp: bool = False) -> dict:
     from rlx.models.reference import FrozenReference
     from rlx.models.tiny import build_tiny_llama
     from rlx.models.tokenizer import build_char_tokenizer
-    from rlx.rollout.collect import generate_and_score
+    from rlx.rollout.collect import RolloutConfig, generate_and_score
+    from rlx.rollout.generate import HFGenerate
     from rlx.update import NonFiniteGuard, prepare, update
     from tests.algos.helpers import ScriptedReward
     from tests.conftest import compose_config
@@ -210,7 +211,8 @@ def rlx_update(preset: str, world: World, fsdp: bool = False) -> dict:
     model = build_tiny_llama(tok, 32, 2, 2, 64, 64, 0.5, seed=0).double()
     g = algo.group_size
     rewards = [float(x) for x in torch.randint(0, 2, (6 * g,), generator=torch.Generator().manual_seed(1))]
-    batch = generate_and_score(model, tok, ScriptedReward(rewards), task.train, list(range(6)), g, 6, 1.0)
+    batch = generate_and_score(model, tok, ScriptedReward(rewards), HFGenerate(overlap_scoring=True), task.train,
+                               list(range(6)), RolloutConfig(6, g, 6, 1.0, None))
     batch = replace(batch, rewards=batch.rewards.double())
     reference = FrozenReference(copy.deepcopy(model)) if algo.uses_reference else None
     critic = algo.critic.build(model).double() if algo.critic is not None else None  # its head is float32
@@ -280,7 +282,8 @@ def curricula_in_step(rank: int, world_size: int) -> dict:
     from rlx.data.arithmetic import ArithmeticTask
     from rlx.models.tiny import build_tiny_llama
     from rlx.models.tokenizer import build_char_tokenizer
-    from rlx.rollout.collect import collect
+    from rlx.rollout.collect import RolloutConfig, collect
+    from rlx.rollout.generate import HFGenerate
 
     world = World.current()
     tok = build_char_tokenizer()
@@ -294,7 +297,8 @@ def curricula_in_step(rank: int, world_size: int) -> dict:
         for step in range(4):
             torch.manual_seed(100 + step)  # per-step seeding: the ranks' global generators in step
             sampler.begin_step(step)
-            batch, stats = collect(model, tok, HashReward(), sampler, task.train, 5, 4, 3, 1.0, tok.pad_token_id)
+            batch, stats = collect(model, tok, HashReward(), sampler, task.train,
+                                   HFGenerate(overlap_scoring=True), RolloutConfig(5, 4, 3, 1.0, None))
             shard = take(world, batch, tok.pad_token_id, 1)
             steps.append({"state": repr(sampler.state_dict()), "rounds": stats.rounds,
                           "metrics": sampler.metrics(), "groups": int(batch.group_index.max()) + 1,

@@ -53,7 +53,9 @@ SKIP = {
 # bench scripts: the arguments that make each a seconds-long smoke run. A README command for a script not
 # listed here fails the test until a rule is added.
 BENCH: dict[str, list[str]] = {
-    "grpo_step.py": ["--steps", "2", "--warmup", "1"],
+    "grpo_step.py": ["--sizes", "tiny", "--steps", "2", "--warmup", "1"],
+    "rollout.py": ["--size", "tiny", "--batches", "16", "--new-tokens", "4", "--repeats", "1"],
+    "scaling.py": ["--sweeps", "group", "--points", "2", "--steps", "2", "--prompts", "1", "--png", "{work}/scaling.png"],
     "sandbox_throughput.py": [],
     "memory.py": ["--prompts", "2", "--group-size", "2", "--new-tokens", "4", "--hidden", "64", "--layers", "2",
                   "--vocab", "2000", "--micro-batch", "2", "--generation-batch", "4", "--skip-unbatched-above", "0"],
@@ -330,7 +332,7 @@ def shrink(cmd: Command, artifacts: Artifacts, work: Path, needs: list) -> tuple
         if script not in BENCH:
             pytest.fail(f"README line {cmd.line}: no shrink rule for bench/{script}: add it to BENCH in "
                         "tests/e2e/py")
-        return [cmd.argv[0], *BENCH[script]], {}
+        return [str(REPO / cmd.argv[0]), *(a.format(work=work) for a in BENCH[script])], {}  # run from `work`
     # python -m rlx ...: placeholders and paths first, then the one-step shrink where the config has the key
     tokens, flags, config_dir = [], [], None
     rest = iter(cmd.argv[2:])

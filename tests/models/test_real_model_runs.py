@@ -33,7 +33,7 @@ def chat_jsonl(tmp_path):
 
 
 def greedy_accuracy(model, tokenizer, rows, max_new_tokens) -> float:
-    texts = generate(model, tokenizer, [r["prompt"] for r in rows], max_new_tokens, 1.0, greedy=True)[-1]
+    texts = generate(model, tokenizer, [r["prompt"] for r in rows], max_new_tokens, 1.0, greedy=True).texts
     reward = MathReward(strict=True)
     return sum(v.status == Status.PASS for v in reward(texts, rows)) / len(rows)
 

@@ -9,7 +9,8 @@ import torch
 from rlx.data.arithmetic import ArithmeticTask
 from rlx.models.tiny import build_tiny_llama
 from rlx.models.tokenizer import build_char_tokenizer
-from rlx.rollout.collect import generate_and_score
+from rlx.rollout.collect import RolloutConfig, generate_and_score
+from rlx.rollout.generate import HFGenerate
 from rlx.rollout.logprobs import selective_log_softmax, sequence_logprobs
 from rlx.update import NonFiniteGuard, policy_step, prepare
 from tests.algos.helpers import GradCapture, ScriptedReward, compose_algo
@@ -28,7 +29,8 @@ def batch_gradient(parts, cfg_factory, rewards, rows_to_keep=None):
     algo, advantage = compose_algo(cfg_factory, "algo=grpo", "algo.group_size=4", "algo.prompts_per_step=2",
                                    "algo.beta=0", "algo.max_grad_norm=1e9")  # no clipping: raw gradients
     torch.manual_seed(0)
-    batch = generate_and_score(model, tok, ScriptedReward(rewards), task.train, [0, 1], 4, 4, 1.0)
+    batch = generate_and_score(model, tok, ScriptedReward(rewards), HFGenerate(overlap_scoring=True), task.train, [0, 1],
+                               RolloutConfig(2, 4, 4, 1.0, None))
     batch, _ = prepare(batch, algo, advantage, model, None, None)
     if rows_to_keep is not None:
         batch = batch.select(torch.tensor(rows_to_keep))

@@ -1,0 +1,82 @@
+"""Rollout throughput: rlx's engine (`rollout=engine`) against HF `generate` (`rollout=hf`, the named peer), and
+both against the FLOP-bound limit, at batch 16, 64 and 256 (batch / G prompts × G completions each).
+
+The model is the larger benchmark model (bench/_models.py: a random-init 26.5M-parameter Qwen2 with a trained
+32k BPE tokenizer) or `--size tiny` (the embedded default's warm-started 1M Llama). Prompts are the arithmetic
+task's. New tokens per second counts completion tokens up to and including eos; a random-init model never
+samples its eos, so on it every completion runs to --new-tokens and the engine's "finished sequences leave
+the batch" does not show (the tiny model's completions do end). The FLOP bound is this machine's measured
+float32 matmul rate (a 1024³ matmul at the same thread count) over 2 × parameters FLOPs per token. The two
+engines alternate, each run seeded alike; the median of --repeats runs is reported.
+
+    OMP_NUM_THREADS=2 python bench/rollout.py            # larger model, 64 new tokens
+    OMP_NUM_THREADS=2 python bench/rollout.py --size tiny --new-tokens 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import torch
+from _models import matmul_gflops, model_dir, parameters
+
+from rlx.data.arithmetic import ArithmeticTask
+from rlx.models.loading import load_local
+from rlx.rollout.engine import RolloutEngine
+from rlx.rollout.generate import HFGenerate
+
+
+def measure(generator, model, tokenizer, prompts: list[str], new_tokens: int, group: int, seed: int) -> float:
+    torch.manual_seed(seed)
+    start = time.perf_counter()
+    out = generator(model, tokenizer, prompts, new_tokens, 1.0, greedy=False, repeats=group)
+    return int(out.response_mask.sum()) / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", choices=["tiny", "large"], default="large")
+    parser.add_argument("--batches", type=int, nargs="+", default=[16, 64, 256])
+    parser.add_argument("--new-tokens", type=int, default=64)
+    parser.add_argument("--group", type=int, default=8)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    path = model_dir(args.size)
+    loaded = load_local(path)
+    model, tokenizer = loaded.policy.eval(), loaded.tokenizer
+    task = ArithmeticTask(10, 99, 500, 1234, 0.7, args.new_tokens, warm_start_min_match=0.7,
+                          warm_start_plateau_loss=0.6)
+    params = parameters(path)
+    rate = matmul_gflops()
+    bound = rate * 1e9 / (2 * params)
+    engines = {"rlx engine": RolloutEngine(compile=False, overlap_scoring=True), "HF generate": HFGenerate(overlap_scoring=True)}
+    print(f"Rollout throughput, {args.size} model ({params / 1e6:.1f}M matmul parameters), {args.new_tokens} new "
+          f"tokens, G = {args.group}, {torch.get_num_threads()} threads; matmul {rate:.0f} GFLOP/s -> FLOP bound "
+          f"{bound:,.0f} tok/s; median of {args.repeats}")
+    print("| batch | rlx engine tok/s | HF generate tok/s | rlx / HF | rlx % of FLOP bound | HF % of FLOP bound |")
+    print("|---|---|---|---|---|---|")
+    ratios = {}
+    for batch in args.batches:
+        prompts = [row["prompt"] for row in task.train[: max(1, batch // args.group)]]
+        for generator in engines.values():  # warm-up: first-call allocations, lazy imports
+            generator(model, tokenizer, prompts[:1], 2, 1.0, greedy=False, repeats=args.group)
+        runs: dict[str, list[float]] = {name: [] for name in engines}
+        for repeat in range(args.repeats):
+            for name, generator in engines.items():
+                runs[name].append(measure(generator, model, tokenizer, prompts, args.new_tokens, args.group, repeat))
+        rlx, hf = (statistics.median(runs[name]) for name in engines)
+        ratios[batch] = rlx / hf
+        print(f"| {batch} | {rlx:,.0f} | {hf:,.0f} | {rlx / hf:.2f}x | {100 * rlx / bound:.0f}% | "
+              f"{100 * hf / bound:.0f}% |", flush=True)
+    for batch, ratio in ratios.items():
+        print(f"rlx engine / HF generate at batch {batch}: {ratio:.2f}x tokens/s")
+
+
+if __name__ == "__main__":
+    main()
