@@ -60,8 +60,9 @@ def token_classes_from_pieces(pieces: list[str], char_class: list[int]) -> list[
 
 class RegexParser:
     """Class 1 for characters inside a match of `pattern`, class 0 elsewhere. The default pattern
-    (conf/advantage/token_class.yaml) matches fenced code blocks (``` ... ```, or to the end if unclosed),
-    so class 0 is the plan/reasoning and class 1 the code."""
+    (conf/advantage/token_class.yaml) matches reward=triton's `# plan:` line, so class 1 is the plan and class
+    0 the code; a pattern matching fenced blocks (``` ... ```, or to the end if unclosed) instead makes class 1
+    the code of a completion that reasons in prose first."""
 
     def __init__(self, pattern: str) -> None:
         try:

@@ -104,18 +104,18 @@ def test_cli_triton_reward_logs_validity_and_correctness(tmp_path, test_cache):
     # The tiny model after a 40-step warm start writes mostly garbage: the point is the whole path (compact
     # warm-start corpus, sandboxed kernels under TRITON_INTERPRET, components logged), not the numbers.
     run = tmp_path / "kernels"
-    run_cli(["reward=triton", *FAST_MODEL, "model.warm_start.batch_size=4", "data.max_solution_chars=330",
-             "data.max_new_tokens=340", "trainer.max_steps=2",
+    run_cli(["reward=triton", *FAST_MODEL, "model.warm_start.batch_size=4", "data.val_size=4", "trainer.max_steps=2",
              "trainer.val_check_interval=2", "algo.prompts_per_step=2", "algo.group_size=4"], run, test_cache)
     with (run / "metrics.csv").open() as handle:
         rows = [r for r in csv.DictReader(handle) if r.get("reward/mean")]
     assert len(rows) == 2
-    for key in ("reward/valid", "reward/compiled", "reward/correct", "reward/fast_1", "reward/infra_frac"):
+    for key in ("reward/valid", "reward/compiled", "reward/correct", "reward/fast_1", "reward/plan",
+                "reward/infra_frac"):
         assert all(0.0 <= float(r[key]) <= 1.0 for r in rows), key
     assert all(float(r["reward/correct"]) <= float(r["reward/valid"]) for r in rows)
     assert all(float(r["reward/infra_frac"]) == 0.0 for r in rows)  # the sandbox itself never broke
     summary = json.loads((run / "summary.json").read_text())
     assert 0.0 <= summary["after"]["val/accuracy"] <= 1.0
     config = (run / "config.yaml").read_text()  # reward=triton brought data=kernels and its warm-start preset
-    assert "rlx.data.kernels.task.KernelTask" in config and "solution_style: compact" in config
+    assert "rlx.data.kernels.task.KernelTask" in config and "prompt_style: name" in config
     assert "batch_size: 4" in config and "lr: 0.002" in config

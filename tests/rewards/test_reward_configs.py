@@ -9,7 +9,6 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
-from rlx.data.kernels.task import CORRUPTIONS, KernelTask
 from rlx.data.programs import TEST_INPUTS, ProgramsTask, flawed_solution, solution, unclosed_solution
 from rlx.checks import build_node
 from rlx.errors import ConfigError
@@ -95,42 +94,6 @@ def test_programs_task_holds_out_specs_and_teaches_a_flawed_mode():
 def test_programs_bad_values_name_the_key(key, value, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         programs_task(**{key: value})
-
-
-def kernels_task(**overrides) -> KernelTask:
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        cfg = compose(config_name="config", overrides=["reward=triton", *(f"data.{k}={v}" for k, v in overrides.items())])
-    return build_node(cfg, "data")
-
-
-def test_kernels_task_keeps_short_answers_and_corrupts_a_noise_share():
-    task = kernels_task()
-    assert len(task.train) == 21 and task.val == task.train  # the 17 elementwise ops and 4 row reductions
-    assert all(len(text) <= 420 for text in task.solutions.values())
-    examples = task.warm_start_examples(2000, seed=0)
-    rows = {r["prompt"]: r for r in task.train}
-    clean = [c == task.solutions[rows[p]["name"]] for p, c in examples]
-    assert abs(1 - sum(clean) / len(clean) - task.noise) < 0.04  # every answer has a corruption that applies
-    kinds = [[i for i, (pattern, new) in enumerate(CORRUPTIONS)
-              if re.sub(pattern, new, task.solutions[rows[p]["name"]], count=1) == c]
-             for (p, c), ok in zip(examples, clean) if not ok]
-    assert all(len(k) == 1 for k in kinds)  # every corrupted answer is exactly one known corruption
-    seen = {k[0] for k in kinds}
-    assert seen == set(range(len(CORRUPTIONS)))  # all kinds appear
-    assert examples == task.warm_start_examples(2000, seed=0)
-    assert all(c == task.solutions[rows[p]["name"]] for p, c in kernels_task(noise=0).warm_start_examples(200, 0))
-    readable = kernels_task(solution_style="readable", max_solution_chars=2000, max_new_tokens=2000)
-    assert len(readable.train) == 27 and readable.fingerprint() != task.fingerprint()
-
-
-@pytest.mark.parametrize(("key", "value", "message"), [
-    ("solution_style", "tiny", "data.solution_style must be one of ['compact', 'readable']"),
-    ("prompt_style", "code", "data.prompt_style must be 'source' or 'name'"),
-    ("noise", 1.5, "data.noise must be a probability (got 1.5)"),
-    ("max_solution_chars", 100, "leaves no problem"), ("max_new_tokens", 300, "raise it to at least")])
-def test_kernels_bad_values_name_the_key(key, value, message):
-    with pytest.raises(ConfigError, match=re.escape(message)):
-        kernels_task(**{key: value})
 
 
 def test_parse_tests_keeps_expected_values_out_of_the_call():

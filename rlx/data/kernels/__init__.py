@@ -1,1 +1,2 @@
-"""Bundled KernelBench-level-1-style problems, each with a reference Triton solution (see problems.py)."""
+"""Generated KernelBench-level-1-style problems with reference Triton answers (generator.py) and the task that
+holds some out (task.py)."""

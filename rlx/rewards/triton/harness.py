@@ -1,8 +1,9 @@
 """Runs inside the sandboxed candidate process: builds the task's Model (mode "reference") or the
 candidate's ModelNew (mode "candidate"), runs it on seeded inputs and emits one record per trial.
 
-Record per trial: {"trial", "output" (encoded tensor) | "error", "launches", "refused" (torch calls the
-allow-list refused), "canaries_ok", "inputs_unchanged"}; then optionally {"timing_ms"} (CUDA only) and
+Record per trial: {"trial", "output" (encoded tensor) | "error", "launches" (count), "blocks" (the integer
+keyword arguments of the first 8 launches, e.g. [{"B": 128}]), "refused" (torch calls the allow-list refused),
+"canaries_ok", "inputs_unchanged"}; then optionally {"timing_ms"} (CUDA only) and
 {"event": "done"}. Expected outputs come from a separate reference run and never enter this process.
 """
 
@@ -24,7 +25,8 @@ def _name(error: BaseException) -> str:
 
 
 def _time_cuda(call: Callable[[], object], repeats: int) -> float:
-    """Median ms per forward: CUDA events after warm-up, with the L2 cache flushed before each run."""
+    """Median ms per forward: CUDA events after warm-up, with the L2 cache flushed before each run. The only
+    function here that needs a GPU (tests replace it with a fake clock to check everything around it)."""
     import torch
 
     flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device="cuda")
@@ -47,8 +49,8 @@ def run(payload: dict, emit: Callable[[dict], None]) -> None:
 
     device, candidate = payload["device"], payload["mode"] == "candidate"
     install_guard(emit, allow_processes=device == "cuda", allow_ctypes=True)
-    counter, guard_box = [0], [None]
-    count_launches(guard_box, counter)
+    counter, blocks, guard_box = [0], [], [None]
+    count_launches(guard_box, counter, blocks)
     namespace: dict = {"__name__": "__task__"}
     try:
         exec(compile(payload["source"], "<task>", "exec"), namespace)
@@ -75,6 +77,7 @@ def run(payload: dict, emit: Callable[[dict], None]) -> None:
         before = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
         guard = ForwardGuard(registry) if candidate else None
         counter[0], guard_box[0] = 0, guard
+        blocks.clear()
         record: dict = {"trial": trial}
         try:
             if guard is not None:
@@ -93,12 +96,12 @@ def run(payload: dict, emit: Callable[[dict], None]) -> None:
         except BaseException as err:  # noqa: BLE001
             record["error"] = _name(err)
         guard_box[0] = None
-        record.update(launches=counter[0], refused=guard.refused if guard else [],
+        record.update(launches=counter[0], blocks=list(blocks), refused=guard.refused if guard else [],
                       canaries_ok=canaries_intact(registry),
                       inputs_unchanged=all(not isinstance(a, torch.Tensor) or torch.equal(a, b)
                                            for a, b in zip(inputs, before)))
         emit(record)
-    if payload["time"] and device == "cuda":
+    if payload["time"]:  # the reward asks for timing only on a GPU
         torch.manual_seed(payload["seeds"][0])
         inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in namespace["get_inputs"]()]
         guard = ForwardGuard([]) if candidate else None
@@ -110,6 +113,9 @@ def run(payload: dict, emit: Callable[[dict], None]) -> None:
             with guard:
                 return model(*inputs)
 
-        ms = _time_cuda(call, payload["time_repeats"])
-        emit({"event": "timing", "ms": ms, "refused": guard.refused if guard else []})
+        try:
+            emit({"event": "timing", "ms": _time_cuda(call, payload["time_repeats"]),
+                  "refused": guard.refused if guard else []})
+        except BaseException as err:  # noqa: BLE001  a forward that breaks only while timed earns no speedup
+            emit({"event": "timing", "error": _name(err), "refused": guard.refused if guard else []})
     emit({"event": "done"})

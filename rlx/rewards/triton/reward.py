@@ -12,19 +12,24 @@ Checks, each with its own label in `details["checks"]`:
   speedup         GPU only: reference and candidate timed by the harness with CUDA events after warm-up,
                   L2 flushed; on CPU kernels run under TRITON_INTERPRET=1 and speed is reported as
                   unavailable (None), never estimated.
-Reward = valid × (correct + speedup_weight · min(speedup, speedup_cap)), the speedup term only when correct
-and measured. Components: valid, compiled (forward ran without raising), correct, fast_1 (correct and
-faster than torch; 0 where unmeasured).
+  plan            the completion's `# plan:` line agrees with its code and with the row's reference plan
+                  (rlx.rewards.triton.plan; static, outside the sandbox).
+Reward = valid × (correct + speedup_weight · min(speedup, speedup_cap)) + plan_weight · plan, the speedup term
+only when correct and measured. Components: valid, compiled (forward ran without raising), correct, fast_1
+(correct and faster than torch; 0 where unmeasured), plan. An INFRA verdict carries no components.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import hashlib
+import math
 
 from rlx.rewards.base import Status, Verdict
 from rlx.rewards.sandbox.isolation import Limits
 from rlx.rewards.sandbox.pool import SandboxPool
+from rlx.rewards.triton.plan import plan_score
 from rlx.rewards.triton.tensors import compare
 from rlx.rewards.unit_tests import extract_code
 from rlx.rewards.verdicts import run_status
@@ -36,7 +41,7 @@ def static_checks(code: str) -> dict[str, bool]:
     checks = {"parses": False, "defines_model_new": False, "defines_jit_kernel": False}
     try:
         tree = ast.parse(code)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return checks
     checks["parses"] = True
     checks["defines_model_new"] = any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in tree.body)
@@ -98,21 +103,26 @@ def decide(checks: dict, result: dict, reference: dict, speedup_cap: float, spee
 
 
 def _speedup(result: dict, reference: dict) -> float | None:
-    def timing(res):
+    """Reference ms / candidate ms from the harness's timing records (GPU only); None where either is missing,
+    broke, or the candidate made a refused torch call while it was timed."""
+    def ms(res: dict, candidate: bool) -> float | None:
         found = [r for r in res["records"] if r.get("event") == "timing"]
-        return found[0] if found else None
+        value = found[0].get("ms") if found else None
+        if candidate and found and found[0].get("refused"):
+            return None
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+        return float(value) if ok else None
 
-    new, ref = timing(result), timing(reference)
-    if not new or not ref or new.get("refused") or not isinstance(new.get("ms"), (int, float)) or new["ms"] <= 0:
-        return None
-    return float(ref["ms"]) / float(new["ms"])
+    new, ref = ms(result, True), ms(reference, False)
+    return None if new is None or ref is None else ref / new
 
 
 class TritonReward:
     required_fields = ("source",)
 
     def __init__(self, workers: int, device: str, trials: int, seed: int, speedup_cap: float,
-                 speedup_weight: float, time_repeats: int, limits: dict, hide: list[str], base_uid: int) -> None:
+                 speedup_weight: float, plan_weight: float, time_repeats: int, limits: dict, hide: list[str],
+                 base_uid: int) -> None:
         if device not in ("auto", "cpu", "cuda"):
             raise ValueError(f"reward.device must be 'auto', 'cpu' or 'cuda' (got {device!r})")
         if device == "auto":  # the same command scores on a GPU machine and on a CPU-only one
@@ -121,6 +131,9 @@ class TritonReward:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device, self.trials, self.seed = device, trials, seed
         self.speedup_cap, self.speedup_weight, self.time_repeats = speedup_cap, speedup_weight, time_repeats
+        if plan_weight < 0:
+            raise ValueError(f"reward.plan_weight must be >= 0 (got {plan_weight}); 0 logs the plan without rewarding it")
+        self.plan_weight = plan_weight
         self.limits = Limits(**limits)
         env = {"TRITON_INTERPRET": "1"} if device == "cpu" else {}
         self.pool = SandboxPool(workers, preload=("torch", "triton", "numpy", HARNESS.split(":")[0]), env=env,
@@ -151,9 +164,20 @@ class TritonReward:
         runnable = [i for i, c in enumerate(checks) if all(c.values())]
         results = dict(zip(runnable, self.pool.run(
             [(HARNESS, self._payload(rows[i]["source"], "candidate", codes[i]), self.limits) for i in runnable])))
-        return [decide(checks[i], results.get(i, {"infra": "not run"}),
-                       references[hashlib.sha256(row["source"].encode()).hexdigest()], self.speedup_cap,
-                       self.speedup_weight) for i, row in enumerate(rows)]
+        verdicts = [decide(checks[i], results.get(i, {"infra": "not run"}),
+                           references[hashlib.sha256(row["source"].encode()).hexdigest()], self.speedup_cap,
+                           self.speedup_weight) for i, row in enumerate(rows)]
+        return [self._with_plan(v, completions[i], codes[i], results.get(i), row.get("plan"))
+                for i, (v, row) in enumerate(zip(verdicts, rows))]
+
+    def _with_plan(self, verdict: Verdict, completion: str, code: str, result: dict | None,
+                   reference: str | None) -> Verdict:
+        if verdict.status == Status.INFRA:
+            return verdict
+        first = [r for r in (result or {}).get("records", []) if isinstance(r, dict) and r.get("trial") == 0]
+        plan = plan_score(completion, code, first[0].get("blocks") if first else None, reference)
+        return dataclasses.replace(verdict, reward=verdict.reward + self.plan_weight * plan,
+                                   components={**verdict.components, "plan": plan})
 
     def close(self) -> None:
         self.pool.close()
