@@ -46,16 +46,28 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        cfg = compose("config", overrides=["reward=triton", "reward.device=cpu", f"reward.workers={args.workers}",
-                                           f"data.unary=[{','.join(UNARY)}]", f"data.binary=[{','.join(BINARY)}]",
-                                           f"data.rows=[{','.join(ROWS)}]"])
+        cfg = compose(
+            "config",
+            overrides=[
+                "reward=triton",
+                "reward.device=cpu",
+                f"reward.workers={args.workers}",
+                f"data.unary=[{','.join(UNARY)}]",
+                f"data.binary=[{','.join(BINARY)}]",
+                f"data.rows=[{','.join(ROWS)}]",
+            ],
+        )
     task = instantiate(cfg.data)
     reward: TritonReward = instantiate(cfg.reward, _convert_="all")
     problems = list(task.problems.values())
     cases = [("reference", p, p.solution) for p in problems]
     if args.every:
-        cases += [(kind, p, text) for p in problems[::args.every] for kind, corrupt in CORRUPTIONS.items()
-                  if (text := corrupt(p.solution)) is not None]
+        cases += [
+            (kind, p, text)
+            for p in problems[:: args.every]
+            for kind, corrupt in CORRUPTIONS.items()
+            if (text := corrupt(p.solution)) is not None
+        ]
     rows = [{"source": p.source, "preamble": task.train[0]["preamble"], "plan": p.plan} for _, p, _ in cases]
     start = time.perf_counter()
     try:
@@ -65,15 +77,19 @@ def main() -> int:
     seconds = time.perf_counter() - start
     table: dict = collections.defaultdict(lambda: [0, 0])
     failures = []
-    for (kind, problem, _), verdict in zip(cases, verdicts):
+    for (kind, problem, _), verdict in zip(cases, verdicts, strict=True):
         ok = expected(kind, verdict)
         key = (kind, problem.family if kind == "reference" else "", problem.dtype if kind == "reference" else "")
         table[key][0] += ok
         table[key][1] += 1
         if not ok:
-            failures.append((kind, problem.name, verdict.status.value, verdict.components, verdict.details.get("reason")))
-    print(f"{len(problems)} problems ({len(task.train)} train, {len(task.val)} held out), {len(cases)} verdicts "
-          f"in {seconds:.0f} s with {args.workers} sandbox workers\n")
+            failures.append(
+                (kind, problem.name, verdict.status.value, verdict.components, verdict.details.get("reason"))
+            )
+    print(
+        f"{len(problems)} problems ({len(task.train)} train, {len(task.val)} held out), {len(cases)} verdicts "
+        f"in {seconds:.0f} s with {args.workers} sandbox workers\n"
+    )
     print("| case | family | dtype | as expected |\n|---|---|---|---|")
     for (kind, family, dtype), (ok, total) in sorted(table.items()):
         print(f"| {kind} | {family} | {dtype} | {ok}/{total} |")

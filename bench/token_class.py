@@ -46,8 +46,22 @@ def run(arm: str, seed: int, out: Path, extra: list[str]) -> Path:
     run_dir = out / budget / f"seed{seed}" / arm
     if not (run_dir / "summary.json").is_file():
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        subprocess.run([sys.executable, "-m", "rlx", "algo=grpo", "reward=triton", f"seed={seed}", *ARMS[arm],
-                        f"hydra.run.dir={run_dir}", *extra], cwd=REPO, env=env(), check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "rlx",
+                "algo=grpo",
+                "reward=triton",
+                f"seed={seed}",
+                *ARMS[arm],
+                f"hydra.run.dir={run_dir}",
+                *extra,
+            ],
+            cwd=REPO,
+            env=env(),
+            check=True,
+        )
         after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the run and the sandbox processes it reaped
         cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         (run_dir / "cpu.json").write_text(json.dumps({"cpu_s": round(cpu_s, 1)}))
@@ -64,12 +78,16 @@ def read(run_dir: Path) -> dict:
 
     window_size = max(1, min(WINDOW, len(steps) // 2))
     first, last = steps[:window_size], steps[-window_size:]
-    return {"correct": (window("reward/correct", first), window("reward/correct", last)),
-            "plan": (window("reward/plan", first), window("reward/plan", last)),
-            "valid": (window("reward/valid", first), window("reward/valid", last)),
-            "val": (summary["before"]["val/accuracy"], summary["after"]["val/accuracy"]),
-            "wall_s": summary["wall_s"], "cpu_s": json.loads((run_dir / "cpu.json").read_text())["cpu_s"]
-            if (run_dir / "cpu.json").is_file() else None, "steps": summary["steps"], "window": window_size}
+    return {
+        "correct": (window("reward/correct", first), window("reward/correct", last)),
+        "plan": (window("reward/plan", first), window("reward/plan", last)),
+        "valid": (window("reward/valid", first), window("reward/valid", last)),
+        "val": (summary["before"]["val/accuracy"], summary["after"]["val/accuracy"]),
+        "wall_s": summary["wall_s"],
+        "cpu_s": json.loads((run_dir / "cpu.json").read_text())["cpu_s"] if (run_dir / "cpu.json").is_file() else None,
+        "steps": summary["steps"],
+        "window": window_size,
+    }
 
 
 def cpu(r: dict) -> str:
@@ -82,20 +100,30 @@ def pair(values: tuple[float, float]) -> str:
 
 def table(results: dict) -> str:
     window = min(r["window"] for runs in results.values() for r in runs.values())
-    lines = [(f"| credit | seed | `reward/correct` steps 1–{window} → last {window} | `reward/plan` | `reward/valid` | "
-              "held-out `val/accuracy` before → after | wall (CPU) time |"), "|---|---|---|---|---|---|---|"]
+    lines = [
+        (
+            f"| credit | seed | `reward/correct` steps 1–{window} → last {window} | `reward/plan` | `reward/valid` | "
+            "held-out `val/accuracy` before → after | wall (CPU) time |"
+        ),
+        "|---|---|---|---|---|---|---|",
+    ]
     for arm in ARMS:
         for seed, r in sorted(results[arm].items()):
-            lines.append(f"| {arm} | {seed} | {pair(r['correct'])} | {pair(r['plan'])} | {pair(r['valid'])} | "
-                         f"{pair(r['val'])} | {r['wall_s']:.0f} s ({cpu(r)}) |")
+            lines.append(
+                f"| {arm} | {seed} | {pair(r['correct'])} | {pair(r['plan'])} | {pair(r['valid'])} | "
+                f"{pair(r['val'])} | {r['wall_s']:.0f} s ({cpu(r)}) |"
+            )
+
     def mean(runs: list[dict], key: str) -> tuple[float, float]:
         return statistics.mean(r[key][0] for r in runs), statistics.mean(r[key][1] for r in runs)
 
     for arm in ARMS:
         runs = list(results[arm].values())
         gain = statistics.mean(r["correct"][1] - r["correct"][0] for r in runs)
-        lines.append(f"| **{arm}** | mean of {len(runs)} | {pair(mean(runs, 'correct'))} (gain {gain:+.2f}) | "
-                     f"{pair(mean(runs, 'plan'))} | {pair(mean(runs, 'valid'))} | {pair(mean(runs, 'val'))} | |")
+        lines.append(
+            f"| **{arm}** | mean of {len(runs)} | {pair(mean(runs, 'correct'))} (gain {gain:+.2f}) | "
+            f"{pair(mean(runs, 'plan'))} | {pair(mean(runs, 'valid'))} | {pair(mean(runs, 'val'))} | |"
+        )
     return "\n".join(lines)
 
 
@@ -103,7 +131,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--out", type=Path, default=REPO / "outputs" / "bench-token-class")
-    parser.add_argument("--results", type=Path, default=None, help="also write the table here (e.g. bench/RESULTS-token_class.md)")
+    parser.add_argument(
+        "--results", type=Path, default=None, help="also write the table here (e.g. bench/RESULTS-token_class.md)"
+    )
     parser.add_argument("--extra", nargs="*", default=[], help="overrides passed to every run")
     args = parser.parse_args()
     start = time.perf_counter()
@@ -111,10 +141,17 @@ def main() -> None:
     for seed in args.seeds:  # one run at a time: wall times stay comparable
         for arm in ARMS:
             results[arm][seed] = read(run(arm, seed, args.out, args.extra))
-    command = " ".join(["OMP_NUM_THREADS=1 python bench/token_class.py --seeds", *map(str, args.seeds),
-                        *(["--extra", *args.extra] if args.extra else [])])
-    text = (f"# Token-class vs uniform credit on reward=triton\n\n`{command}` ({time.strftime('%Y-%m-%d')}; "
-            f"{time.perf_counter() - start:.0f} s for the runs not already cached in {args.out})\n\n{table(results)}\n")
+    command = " ".join(
+        [
+            "OMP_NUM_THREADS=1 python bench/token_class.py --seeds",
+            *map(str, args.seeds),
+            *(["--extra", *args.extra] if args.extra else []),
+        ]
+    )
+    text = (
+        f"# Token-class vs uniform credit on reward=triton\n\n`{command}` ({time.strftime('%Y-%m-%d')}; "
+        f"{time.perf_counter() - start:.0f} s for the runs not already cached in {args.out})\n\n{table(results)}\n"
+    )
     if args.results is not None:
         args.results.write_text(text)
     print(text)

@@ -18,8 +18,14 @@ from torch import Tensor
 from rlx.algos.advantages import Estimator, component_scores, group_mean_advantage, group_norm_advantage
 
 
-def token_class_advantage(class_scores: Tensor, token_class: Tensor, response_mask: Tensor, group_index: Tensor,
-                          valid: Tensor, std_eps: float | None) -> Tensor:
+def token_class_advantage(
+    class_scores: Tensor,
+    token_class: Tensor,
+    response_mask: Tensor,
+    group_index: Tensor,
+    valid: Tensor,
+    std_eps: float | None,
+) -> Tensor:
     """A_{i,t} = group-relative advantage of class c = token_class[i, t], computed from that class's reward:
 
         A^c_i = r^c_i − mean_group(r^c)            (std_eps = None: TritonRL's mean-only advantage)
@@ -34,8 +40,11 @@ def token_class_advantage(class_scores: Tensor, token_class: Tensor, response_ma
     columns = []
     for c in range(class_scores.shape[1]):
         r = class_scores[:, c]  # [N]
-        adv = (group_mean_advantage(r, group_index, valid) if std_eps is None
-               else group_norm_advantage(r, group_index, valid, std_eps, False, False))  # [N]
+        adv = (
+            group_mean_advantage(r, group_index, valid)
+            if std_eps is None
+            else group_norm_advantage(r, group_index, valid, std_eps, False, False)
+        )  # [N]
         columns.append(adv)
     per_class = torch.stack(columns, dim=1)  # [N, C]
     classes = token_class.clamp(0, class_scores.shape[1] - 1)  # [N, T] padding holds any index
@@ -98,14 +107,17 @@ class TokenClass(Estimator):
         """[N, T] class of every completion token, from the parser run on the decoded completion."""
         width = batch.response_width
         out = torch.zeros(batch.response_mask.shape, dtype=torch.long, device=batch.response_mask.device)
-        for i, (ids, mask) in enumerate(zip(batch.input_ids[:, -width:].tolist(), batch.response_mask.tolist())):
-            pieces = [self.tokenizer.decode([tok]) for tok, keep in zip(ids, mask) if keep]
+        for i, (ids, mask) in enumerate(
+            zip(batch.input_ids[:, -width:].tolist(), batch.response_mask.tolist(), strict=True)
+        ):
+            pieces = [self.tokenizer.decode([tok]) for tok, keep in zip(ids, mask, strict=True) if keep]
             classes = token_classes_from_pieces(pieces, self.parser("".join(pieces)))
             out[i, : len(classes)] = torch.tensor(classes, dtype=torch.long, device=out.device)
         return out  # [N, T]
 
     def __call__(self, batch) -> tuple[Tensor, None]:
         scores = component_scores(batch, self.components)  # [N, C]
-        adv = token_class_advantage(scores, self.token_classes(batch), batch.response_mask, batch.group_index,
-                                    batch.sample_mask, self.std_eps)  # [N, T]
+        adv = token_class_advantage(
+            scores, self.token_classes(batch), batch.response_mask, batch.group_index, batch.sample_mask, self.std_eps
+        )  # [N, T]
         return adv, None

@@ -16,8 +16,15 @@ from tests.conftest import FAST_MODEL, REPO
 
 pytestmark = pytest.mark.slow
 
-SHORT = ["trainer.max_steps=4", "trainer.val_check_interval=2", "algo.prompts_per_step=4", "algo.group_size=4",
-         "data.val_size=16", "checkpoint.every_n_steps=2", "samples_every=2"]
+SHORT = [
+    "trainer.max_steps=4",
+    "trainer.val_check_interval=2",
+    "algo.prompts_per_step=4",
+    "algo.group_size=4",
+    "data.val_size=16",
+    "checkpoint.every_n_steps=2",
+    "samples_every=2",
+]
 
 
 def run_cli(args: list[str], run_dir: Path, cache: Path, check: bool = True) -> subprocess.CompletedProcess:
@@ -36,8 +43,18 @@ def test_cli_runs_grpo_and_writes_every_output(tmp_path, test_cache):
     with (run / "metrics.csv").open() as handle:
         rows = list(csv.DictReader(handle))
     columns = set(rows[0])
-    for key in ("reward/mean", "reward/zero_std_frac", "loss/policy", "loss/kl", "loss/clipfrac",
-                "loss/approx_kl", "adv/mean", "adv/std", "rollout/length_mean", "val/accuracy"):
+    for key in (
+        "reward/mean",
+        "reward/zero_std_frac",
+        "loss/policy",
+        "loss/kl",
+        "loss/clipfrac",
+        "loss/approx_kl",
+        "adv/mean",
+        "adv/std",
+        "rollout/length_mean",
+        "val/accuracy",
+    ):
         assert key in columns, key
     steps_logged = {r["step"] for r in rows if r["reward/mean"]}
     assert len(steps_logged) == 4
@@ -46,8 +63,10 @@ def test_cli_runs_grpo_and_writes_every_output(tmp_path, test_cache):
     for step in {s["step"] for s in samples}:  # each step's samples come from several prompts, with the answer
         rows = [s for s in samples if s["step"] == step]
         assert len({s["prompt"] for s in rows}) == len(rows) == 4, rows
-        assert all(str(int(s["prompt"][:-1].split("+")[0]) + int(s["prompt"][:-1].split("+")[1]))
-                   == s["reference"]["answer"] for s in rows)
+        assert all(
+            str(int(s["prompt"][:-1].split("+")[0]) + int(s["prompt"][:-1].split("+")[1])) == s["reference"]["answer"]
+            for s in rows
+        )
     assert (run / "checkpoints" / "last.ckpt").is_file()
 
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -58,14 +77,30 @@ def test_cli_runs_grpo_and_writes_every_output(tmp_path, test_cache):
 
     # the exported policy loads back through model=hf: the same code path a GPU user takes
     hf_run = tmp_path / "hf"
-    run_cli(["model=hf", f"model.name_or_path={run / 'policy'}", "trainer.max_steps=1",
-             *[a for a in SHORT if not a.startswith("trainer.max_steps")]], hf_run, test_cache)
+    run_cli(
+        [
+            "model=hf",
+            f"model.name_or_path={run / 'policy'}",
+            "trainer.max_steps=1",
+            *[a for a in SHORT if not a.startswith("trainer.max_steps")],
+        ],
+        hf_run,
+        test_cache,
+    )
     assert json.loads((hf_run / "summary.json").read_text())["steps"] == 1
 
     # resume from the checkpoint: continues at step 4 and stops at 6 (not restarting at 0)
     resumed = tmp_path / "resumed"
-    run_cli([*FAST_MODEL, *[a for a in SHORT if not a.startswith("trainer.max_steps")], "trainer.max_steps=6",
-             f"ckpt_path={run / 'checkpoints' / 'last.ckpt'}"], resumed, test_cache)
+    run_cli(
+        [
+            *FAST_MODEL,
+            *[a for a in SHORT if not a.startswith("trainer.max_steps")],
+            "trainer.max_steps=6",
+            f"ckpt_path={run / 'checkpoints' / 'last.ckpt'}",
+        ],
+        resumed,
+        test_cache,
+    )
     summary2 = json.loads((resumed / "summary.json").read_text())
     assert summary2["steps"] == 6
     assert summary2["before"] == summary["before"]  # the starting policy's score travels with the checkpoint
@@ -89,8 +124,19 @@ def test_reference_model_only_exists_when_beta_is_positive(cfg_factory, test_cac
 
 def test_cli_unit_tests_reward_logs_validity_and_correctness(tmp_path, test_cache):
     run = tmp_path / "programs"
-    run_cli(["reward=unit_tests", *FAST_MODEL, "trainer.max_steps=2", "trainer.val_check_interval=2",
-             "algo.prompts_per_step=4", "algo.group_size=4", "data.val_size=16"], run, test_cache)
+    run_cli(
+        [
+            "reward=unit_tests",
+            *FAST_MODEL,
+            "trainer.max_steps=2",
+            "trainer.val_check_interval=2",
+            "algo.prompts_per_step=4",
+            "algo.group_size=4",
+            "data.val_size=16",
+        ],
+        run,
+        test_cache,
+    )
     with (run / "metrics.csv").open() as handle:
         rows = [r for r in csv.DictReader(handle) if r.get("reward/mean")]
     assert len(rows) == 2
@@ -104,13 +150,31 @@ def test_cli_triton_reward_logs_validity_and_correctness(tmp_path, test_cache):
     # The tiny model after a 40-step warm start writes mostly garbage: the point is the whole path (compact
     # warm-start corpus, sandboxed kernels under TRITON_INTERPRET, components logged), not the numbers.
     run = tmp_path / "kernels"
-    run_cli(["reward=triton", *FAST_MODEL, "model.warm_start.batch_size=4", "data.val_size=4", "trainer.max_steps=2",
-             "trainer.val_check_interval=2", "algo.prompts_per_step=2", "algo.group_size=4"], run, test_cache)
+    run_cli(
+        [
+            "reward=triton",
+            *FAST_MODEL,
+            "model.warm_start.batch_size=4",
+            "data.val_size=4",
+            "trainer.max_steps=2",
+            "trainer.val_check_interval=2",
+            "algo.prompts_per_step=2",
+            "algo.group_size=4",
+        ],
+        run,
+        test_cache,
+    )
     with (run / "metrics.csv").open() as handle:
         rows = [r for r in csv.DictReader(handle) if r.get("reward/mean")]
     assert len(rows) == 2
-    for key in ("reward/valid", "reward/compiled", "reward/correct", "reward/fast_1", "reward/plan",
-                "reward/infra_frac"):
+    for key in (
+        "reward/valid",
+        "reward/compiled",
+        "reward/correct",
+        "reward/fast_1",
+        "reward/plan",
+        "reward/infra_frac",
+    ):
         assert all(0.0 <= float(r[key]) <= 1.0 for r in rows), key
     assert all(float(r["reward/correct"]) <= float(r["reward/valid"]) for r in rows)
     assert all(float(r["reward/infra_frac"]) == 0.0 for r in rows)  # the sandbox itself never broke

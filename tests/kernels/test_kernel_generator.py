@@ -56,8 +56,13 @@ def test_held_out_split_is_disjoint_fixed_and_made_of_seen_parts(task):
 
 def test_plan_is_the_smallest_covering_power_of_two(task):
     # cols 48 -> 64 (overhangs: mask), 64 -> 64 (exact: no mask), 100 -> 128, 128 -> 128, 200 -> 256
-    assert [block_plan(c) for c in (48, 64, 100, 128, 200)] == [(64, True), (64, False), (128, True), (128, False),
-                                                               (256, True)]
+    assert [block_plan(c) for c in (48, 64, 100, 128, 200)] == [
+        (64, True),
+        (64, False),
+        (128, True),
+        (128, False),
+        (256, True),
+    ]
     relu = task.problems["relu 16x100 f32"]
     assert relu.plan == "B=128, mask c<n" and relu.solution.startswith("# plan: B=128, mask c<n\n")
     assert "B=triton.next_power_of_2(x.shape[1]))" in relu.solution and ",mask=m" in relu.solution
@@ -107,23 +112,31 @@ def test_noise_share_and_determinism(task):
     solutions = {f"# {p.name}\n": p.solution for p in task.problems.values()}
     corrupted = [c for p, c in examples if c != solutions[p]]
     assert abs(len(corrupted) / len(examples) - task.noise) < 0.03
-    kinds = {name for p, c in examples if c != solutions[p]
-             for name, corrupt in CORRUPTIONS.items() if corrupt(solutions[p]) == c}
+    kinds = {
+        name
+        for p, c in examples
+        if c != solutions[p]
+        for name, corrupt in CORRUPTIONS.items()
+        if corrupt(solutions[p]) == c
+    }
     assert kinds == set(CORRUPTIONS)
     assert examples == task.warm_start_examples(3000, seed=0)
     assert all(c == solutions[p] for p, c in kernels_task("data.noise=0").warm_start_examples(200, 0))
     assert kernels_task("data.noise=0").fingerprint() != task.fingerprint()
 
 
-@pytest.mark.parametrize(("override", "message"), [
-    ("data.prompt_style=code", "data.prompt_style must be 'source' or 'name'"),
-    ("data.noise=1.5", "data.noise must be a probability (got 1.5)"),
-    ("data.dtypes=[float64]", "data.dtypes must be a non-empty list from"),
-    ("data.shapes=[[16]]", "data.shapes must be a non-empty list of [rows, cols]"),
-    ("data.val_size=2000", "data.val_size must be in (0, 585)"),
-    ("data.unary=[relu,swish]", "data.unary names unknown operations ['swish']"),
-    ("data.max_new_tokens=480", "raise it to at least"),
-])
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("data.prompt_style=code", "data.prompt_style must be 'source' or 'name'"),
+        ("data.noise=1.5", "data.noise must be a probability (got 1.5)"),
+        ("data.dtypes=[float64]", "data.dtypes must be a non-empty list from"),
+        ("data.shapes=[[16]]", "data.shapes must be a non-empty list of [rows, cols]"),
+        ("data.val_size=2000", "data.val_size must be in (0, 585)"),
+        ("data.unary=[relu,swish]", "data.unary names unknown operations ['swish']"),
+        ("data.max_new_tokens=480", "raise it to at least"),
+    ],
+)
 def test_bad_values_name_the_key(override, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         kernels_task(override)

@@ -48,25 +48,28 @@ def test_read_plan():
 LAUNCHED = [{"B": 128}]  # what the harness records for one launch with B=128
 
 
-@pytest.mark.parametrize(("text", "blocks", "reference", "expected"), [
-    (answer("B=128, mask c<n"), LAUNCHED, "B=128, mask c<n", 1.0),  # consistent and sound
-    (answer("B=128, mask c<n"), LAUNCHED * 3, None, 1.0),  # no reference plan: consistency alone
-    (answer("B=64, mask c<n"), [{"B": 64}], "B=128, mask c<n", 0.0),  # consistent, wrong block for the row
-    (answer("B=64, mask c<n"), LAUNCHED, None, 0.0),  # says 64, launched 128
-    (answer("B=128, mask c<n"), [{"B": 128}, {"B": 64}], None, 0.0),  # a second launch with another block
-    (answer("B=128, mask c<n"), [{"BLOCK": 128}], None, 0.0),  # launched without the planned keyword
-    (answer("B=128, mask c<n"), [], None, 0.0),  # ran, never launched
-    (answer("B=128, mask c<n"), None, None, 0.0),  # never ran (static failure)
-    (answer("B=128, no mask"), LAUNCHED, None, 0.0),  # says no mask, masks
-    (answer("B=128, mask c<n", masked=False), LAUNCHED, None, 0.0),  # says mask, masks nothing
-    (answer("B=128, no mask", masked=False), LAUNCHED, "B=128, no mask", 1.0),
-    (answer("B=1, mask c<n"), [{"B": True}], None, 0.0),  # True == 1, but it is not an int
-    (answer("B=128, mask c<n"), "B=128", None, 0.0),  # forged records of the wrong shape
-    (answer("B=128, mask c<n"), [["B", 128]], None, 0.0),
-    (KERNEL.format(mask=",mask=c<n"), LAUNCHED, None, 0.0),  # no plan line
-    ("# plan: B=128, mask c<n\ndef (:", LAUNCHED, None, 0.0),  # code that does not parse
-    ("# plan: B=128, mask c<n\n" + "(" * 300 + ")" * 300, LAUNCHED, None, 0.0),  # nesting the parser refuses
-])
+@pytest.mark.parametrize(
+    ("text", "blocks", "reference", "expected"),
+    [
+        (answer("B=128, mask c<n"), LAUNCHED, "B=128, mask c<n", 1.0),  # consistent and sound
+        (answer("B=128, mask c<n"), LAUNCHED * 3, None, 1.0),  # no reference plan: consistency alone
+        (answer("B=64, mask c<n"), [{"B": 64}], "B=128, mask c<n", 0.0),  # consistent, wrong block for the row
+        (answer("B=64, mask c<n"), LAUNCHED, None, 0.0),  # says 64, launched 128
+        (answer("B=128, mask c<n"), [{"B": 128}, {"B": 64}], None, 0.0),  # a second launch with another block
+        (answer("B=128, mask c<n"), [{"BLOCK": 128}], None, 0.0),  # launched without the planned keyword
+        (answer("B=128, mask c<n"), [], None, 0.0),  # ran, never launched
+        (answer("B=128, mask c<n"), None, None, 0.0),  # never ran (static failure)
+        (answer("B=128, no mask"), LAUNCHED, None, 0.0),  # says no mask, masks
+        (answer("B=128, mask c<n", masked=False), LAUNCHED, None, 0.0),  # says mask, masks nothing
+        (answer("B=128, no mask", masked=False), LAUNCHED, "B=128, no mask", 1.0),
+        (answer("B=1, mask c<n"), [{"B": True}], None, 0.0),  # True == 1, but it is not an int
+        (answer("B=128, mask c<n"), "B=128", None, 0.0),  # forged records of the wrong shape
+        (answer("B=128, mask c<n"), [["B", 128]], None, 0.0),
+        (KERNEL.format(mask=",mask=c<n"), LAUNCHED, None, 0.0),  # no plan line
+        ("# plan: B=128, mask c<n\ndef (:", LAUNCHED, None, 0.0),  # code that does not parse
+        ("# plan: B=128, mask c<n\n" + "(" * 300 + ")" * 300, LAUNCHED, None, 0.0),  # nesting the parser refuses
+    ],
+)
 def test_plan_score_hand_cases(text, blocks, reference, expected):
     assert score(text, blocks, reference) == expected
 
@@ -80,8 +83,9 @@ def launched_by(problem, text: str) -> list:
 
 
 def test_every_reference_plan_scores_and_plan_corruptions_lose_it():
-    for problem in generate([(16, 48), (8, 64), (4, 128)], ["float32", "bfloat16"], list(UNARY), list(BINARY),
-                            list(ROWS), fused=True):
+    for problem in generate(
+        [(16, 48), (8, 64), (4, 128)], ["float32", "bfloat16"], list(UNARY), list(BINARY), list(ROWS), fused=True
+    ):
         assert score(problem.solution, launched_by(problem, problem.solution), problem.plan) == 1.0, problem.name
         for name, corrupt in CORRUPTIONS.items():
             text = corrupt(problem.solution)
@@ -120,16 +124,21 @@ def test_token_class_credits_plan_tokens_with_plan_and_code_tokens_with_correctn
     mask = torch.tensor([[1] * len(row) + [0] * (width - len(row)) for row in ids])
     batch = RolloutBatch(
         input_ids=torch.cat([torch.full((2, 3), tok.pad_token_id), response], 1),
-        attention_mask=torch.cat([torch.ones(2, 3, dtype=torch.long), mask], 1), response_mask=mask,
-        group_index=torch.zeros(2, dtype=torch.long), prompt_index=torch.zeros(2, dtype=torch.long),
-        rewards=torch.zeros(2), valid=torch.ones(2, dtype=torch.bool), truncated=torch.zeros(2, dtype=torch.bool),
+        attention_mask=torch.cat([torch.ones(2, 3, dtype=torch.long), mask], 1),
+        response_mask=mask,
+        group_index=torch.zeros(2, dtype=torch.long),
+        prompt_index=torch.zeros(2, dtype=torch.long),
+        rewards=torch.zeros(2),
+        valid=torch.ones(2, dtype=torch.bool),
+        truncated=torch.zeros(2, dtype=torch.bool),
         components={"correct": torch.tensor([1.0, 0.0]), "plan": torch.tensor([0.0, 1.0])},
-        sample_mask=torch.ones(2, dtype=torch.bool))
+        sample_mask=torch.ones(2, dtype=torch.bool),
+    )
     estimator = token_class_estimator()
     adv, _ = estimator(batch)
     for i, text in enumerate(texts):
         first = len(text.split("\n", 1)[0]) + 1
         sign = -1.0 if i == 0 else 1.0
         torch.testing.assert_close(adv[i, :first], torch.full((first,), 0.5 * sign))
-        torch.testing.assert_close(adv[i, first:len(text)], torch.full((len(text) - first,), -0.5 * sign))
-        assert (adv[i, len(text):] == 0).all()
+        torch.testing.assert_close(adv[i, first : len(text)], torch.full((len(text) - first,), -0.5 * sign))
+        assert (adv[i, len(text) :] == 0).all()

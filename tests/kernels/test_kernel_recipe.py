@@ -7,8 +7,13 @@ from __future__ import annotations
 import pytest
 from omegaconf import OmegaConf
 
-RECIPE = {"algo.temperature", "algo.prompts_per_step", "algo.group_size", "trainer.max_steps",
-          "trainer.val_check_interval"}
+RECIPE = {
+    "algo.temperature",
+    "algo.prompts_per_step",
+    "algo.group_size",
+    "trainer.max_steps",
+    "trainer.val_check_interval",
+}
 
 
 def picked(cfg) -> dict:
@@ -28,8 +33,9 @@ def test_the_recipe_overrides_the_algo_preset(cfg_factory):
     assert recipe.algo.name == "grpo" and recipe.data._target_ == "rlx.data.kernels.task.KernelTask"
 
 
-@pytest.mark.parametrize("override", ["algo.temperature=0.9", "trainer.max_steps=3", "algo.group_size=6",
-                                      "model.warm_start.steps=5"])
+@pytest.mark.parametrize(
+    "override", ["algo.temperature=0.9", "trainer.max_steps=3", "algo.group_size=6", "model.warm_start.steps=5"]
+)
 def test_command_line_overrides_win(cfg_factory, override):
     key, value = override.split("=")
     for order in ((override, "reward=triton"), ("reward=triton", override)):
@@ -53,5 +59,10 @@ def test_gpu_recipe_scales_the_cpu_one_up(cfg_factory):
     assert gpu.trainer.max_steps > cpu.trainer.max_steps and gpu.reward.workers > cpu.reward.workers
     assert gpu.model.warm_start.steps > cpu.model.warm_start.steps
     task = build_node(gpu, "data")  # KernelBench-sized rows: blocks up to 4096, masked where a row overhangs
-    assert {r["plan"] for r in task.train} == {"B=1024, mask c<n", "B=1024, no mask", "B=4096, mask c<n",
-                                               "B=512, no mask", "B=4096, no mask"}
+    assert {r["plan"] for r in task.train} == {
+        "B=1024, mask c<n",
+        "B=1024, no mask",
+        "B=4096, mask c<n",
+        "B=512, no mask",
+        "B=4096, no mask",
+    }

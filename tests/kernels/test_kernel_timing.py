@@ -24,42 +24,68 @@ OUTPUT = encode_tensor(torch.arange(6, dtype=torch.float32).view(2, 3))
 
 def result(*timing: dict, trial: dict | None = None) -> dict:
     """A clean sandbox run: three trials, then the given timing records."""
-    record = {"output": OUTPUT, "launches": 1, "refused": [], "canaries_ok": True, "inputs_unchanged": True,
-              **(trial or {})}
-    return {"records": [{"trial": t, **record} for t in range(3)] + list(timing), "overflow": False, "signal": None,
-            "timed_out": False, "cpu_s": 0.1, "cpu_limit_s": 5, "wall_s": 0.2, "output_tail": ""}
+    record = {
+        "output": OUTPUT,
+        "launches": 1,
+        "refused": [],
+        "canaries_ok": True,
+        "inputs_unchanged": True,
+        **(trial or {}),
+    }
+    return {
+        "records": [{"trial": t, **record} for t in range(3)] + list(timing),
+        "overflow": False,
+        "signal": None,
+        "timed_out": False,
+        "cpu_s": 0.1,
+        "cpu_limit_s": 5,
+        "wall_s": 0.2,
+        "output_tail": "",
+    }
 
 
-@pytest.mark.parametrize(("candidate_ms", "refused", "reward", "fast_1"), [
-    (0.8, [], 1.0 + 0.5 * 2.0, 1.0),  # 2 ms / 0.8 ms = 2.5x, capped at 2
-    (1.6, [], 1.0 + 0.5 * 1.25, 1.0),  # 1.25x
-    (4.0, [], 1.0 + 0.5 * 0.5, 0.0),  # slower than torch: some speed credit, not fast_1
-    (0.1, ["relu"], 1.0, 0.0),  # fell back to torch while timed: no speed at all
-])
+@pytest.mark.parametrize(
+    ("candidate_ms", "refused", "reward", "fast_1"),
+    [
+        (0.8, [], 1.0 + 0.5 * 2.0, 1.0),  # 2 ms / 0.8 ms = 2.5x, capped at 2
+        (1.6, [], 1.0 + 0.5 * 1.25, 1.0),  # 1.25x
+        (4.0, [], 1.0 + 0.5 * 0.5, 0.0),  # slower than torch: some speed credit, not fast_1
+        (0.1, ["relu"], 1.0, 0.0),  # fell back to torch while timed: no speed at all
+    ],
+)
 def test_speedup_component_from_timing_records(candidate_ms, refused, reward, fast_1):
-    verdict = decide(CHECKS, result({"event": "timing", "ms": candidate_ms, "refused": refused}),
-                     result({"event": "timing", "ms": 2.0, "refused": []}), speedup_cap=2.0, speedup_weight=0.5)
+    verdict = decide(
+        CHECKS,
+        result({"event": "timing", "ms": candidate_ms, "refused": refused}),
+        result({"event": "timing", "ms": 2.0, "refused": []}),
+        speedup_cap=2.0,
+        speedup_weight=0.5,
+    )
     assert verdict.status == Status.PASS
     assert verdict.reward == pytest.approx(reward) and verdict.components["fast_1"] == fast_1
 
 
-@pytest.mark.parametrize("timing", [
-    {"event": "timing", "error": "RuntimeError: broke while timed", "refused": []},
-    {"event": "timing", "ms": float("nan"), "refused": []},
-    {"event": "timing", "ms": True, "refused": []},
-    {"event": "timing", "ms": 0.0, "refused": []},
-])
+@pytest.mark.parametrize(
+    "timing",
+    [
+        {"event": "timing", "error": "RuntimeError: broke while timed", "refused": []},
+        {"event": "timing", "ms": float("nan"), "refused": []},
+        {"event": "timing", "ms": True, "refused": []},
+        {"event": "timing", "ms": 0.0, "refused": []},
+    ],
+)
 def test_unusable_timings_mean_no_speed_never_a_crash(timing):
-    for candidate, reference in ((timing, {"event": "timing", "ms": 2.0, "refused": []}),
-                                 ({"event": "timing", "ms": 1.0, "refused": []}, timing)):
+    for candidate, reference in (
+        (timing, {"event": "timing", "ms": 2.0, "refused": []}),
+        ({"event": "timing", "ms": 1.0, "refused": []}, timing),
+    ):
         verdict = decide(CHECKS, result(candidate), result(reference), speedup_cap=2.0, speedup_weight=0.5)
         assert verdict.status == Status.PASS and verdict.reward == 1.0
         assert verdict.details["speedup"].startswith("unavailable")
 
 
 def test_no_speed_term_unless_correct():
-    wrong = result({"event": "timing", "ms": 0.1, "refused": []},
-                   trial={"output": encode_tensor(torch.zeros(2, 3))})
+    wrong = result({"event": "timing", "ms": 0.1, "refused": []}, trial={"output": encode_tensor(torch.zeros(2, 3))})
     verdict = decide(CHECKS, wrong, result({"event": "timing", "ms": 2.0, "refused": []}), 2.0, 0.5)
     assert verdict.status == Status.FAIL and verdict.reward == 0.0 and verdict.components["fast_1"] == 0.0
 
@@ -83,11 +109,26 @@ print(json.dumps({"records": records, "calls": len(calls)}))
 
 def run_harness(tmp_path, candidate: str) -> dict:
     problem = generate([(4, 128)], ["float32"], ["relu"], [], [], fused=False)[0]  # relu, one program per row
-    payload = {"source": problem.source, "mode": "candidate", "candidate": IMPORTS + candidate, "device": "cpu",
-               "seeds": [0, 1000], "init_seed": 0, "time": True, "time_repeats": 4}
-    out = subprocess.run([sys.executable, "-c", FAKE_CLOCK], input=json.dumps(payload), capture_output=True,
-                         text=True, cwd=tmp_path, timeout=120, check=True,
-                         env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"})
+    payload = {
+        "source": problem.source,
+        "mode": "candidate",
+        "candidate": IMPORTS + candidate,
+        "device": "cpu",
+        "seeds": [0, 1000],
+        "init_seed": 0,
+        "time": True,
+        "time_repeats": 4,
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", FAKE_CLOCK],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"},
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -98,7 +139,9 @@ def test_harness_times_the_candidate_under_its_allow_list(tmp_path):
     assert timing == [{"event": "timing", "ms": 0.25, "refused": []}] and clean["calls"] == 4
     assert clean["records"][-1] == {"event": "done"}
     # a forward that launches its kernel while checked (2 trials) and falls back to torch once timed
-    sneaky = solution.replace(" def forward(self,x):\n", " calls=0\n def forward(self,x):\n"
-                              "  ModelNew.calls+=1\n  if ModelNew.calls>2: return torch.relu(x)\n")
+    sneaky = solution.replace(
+        " def forward(self,x):\n",
+        " calls=0\n def forward(self,x):\n  ModelNew.calls+=1\n  if ModelNew.calls>2: return torch.relu(x)\n",
+    )
     timed = [r for r in run_harness(tmp_path, sneaky)["records"] if r.get("event") == "timing"]
     assert timed[0]["refused"] == ["relu"] and "error" in timed[0]  # refused, recorded, reported as no timing

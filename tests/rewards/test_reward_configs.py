@@ -9,8 +9,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
-from rlx.data.programs import TEST_INPUTS, ProgramsTask, flawed_solution, solution, unclosed_solution
 from rlx.checks import build_node
+from rlx.data.programs import TEST_INPUTS, ProgramsTask, flawed_solution, solution, unclosed_solution
 from rlx.errors import ConfigError
 from rlx.rewards.base import Status
 from rlx.rewards.unit_tests import parse_tests
@@ -18,8 +18,9 @@ from rlx.rewards.unit_tests import parse_tests
 CONF = str(Path(__file__).resolve().parents[2] / "conf")
 
 
-@pytest.mark.parametrize("overrides", [["reward=math"], ["reward=unit_tests", "data=programs"],
-                                       ["reward=triton", "data=kernels"]])
+@pytest.mark.parametrize(
+    "overrides", [["reward=math"], ["reward=unit_tests", "data=programs"], ["reward=triton", "data=kernels"]]
+)
 def test_reward_and_data_instantiate(overrides):
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
         cfg = compose(config_name="config", overrides=overrides)
@@ -35,8 +36,10 @@ def test_reward_and_data_instantiate(overrides):
 
 def programs_task(**overrides) -> ProgramsTask:
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        cfg = compose(config_name="config", overrides=["reward=unit_tests", "data=programs",
-                                                       *(f"data.{k}={v}" for k, v in overrides.items())])
+        cfg = compose(
+            config_name="config",
+            overrides=["reward=unit_tests", "data=programs", *(f"data.{k}={v}" for k, v in overrides.items())],
+        )
     return build_node(cfg, "data")  # what the CLI does: the constructor's complaint surfaces as a ConfigError
 
 
@@ -48,19 +51,25 @@ def test_programs_rows_score_their_own_solution_and_not_the_teacher_flaw():
     easy = [r for r in task.val if not r["difficulty"]][:2]
     assert len(hard) == 4 and len(easy) == 2
     try:
-        verdicts = reward([solution(r["chain"]) for r in hard + easy] + [flawed_solution(r["chain"]) for r in hard + easy]
-                          + [unclosed_solution(r["chain"]) for r in hard] + ["def f(x): return 1//0"],
-                          hard + easy + hard + easy + hard + hard[:1])
+        verdicts = reward(
+            [solution(r["chain"]) for r in hard + easy]
+            + [flawed_solution(r["chain"]) for r in hard + easy]
+            + [unclosed_solution(r["chain"]) for r in hard]
+            + ["def f(x): return 1//0"],
+            hard + easy + hard + easy + hard + hard[:1],
+        )
     finally:
         reward.close()
     right, flawed, unclosed, raises = verdicts[:6], verdicts[6:12], verdicts[12:16], verdicts[16]
-    assert all(v.status == Status.PASS and v.components == {"pass_frac": 1.0, "valid": 1.0, "correct": 1.0}
-               for v in right)
+    assert all(
+        v.status == Status.PASS and v.components == {"pass_frac": 1.0, "valid": 1.0, "correct": 1.0} for v in right
+    )
     assert all(v.status == Status.FAIL and v.reward < 1.0 for v in flawed[:4])  # "(x+3)*2" written "x+3*2"
     assert all(v.components["valid"] == 1.0 and v.components["correct"] == 0.0 for v in flawed[:4])
     assert all(v.status == Status.PASS for v in flawed[4:])  # no mul after an add: no parentheses to forget
-    assert all(v.status == Status.FORMAT and v.components == {"pass_frac": 0.0, "valid": 0.0, "correct": 0.0}
-               for v in unclosed)  # "(x+3*2": does not parse
+    assert all(
+        v.status == Status.FORMAT and v.components == {"pass_frac": 0.0, "valid": 0.0, "correct": 0.0} for v in unclosed
+    )  # "(x+3*2": does not parse
     assert raises.status == Status.FAIL and raises.components == {"pass_frac": 0.0, "valid": 1.0, "correct": 0.0}
 
 
@@ -86,11 +95,19 @@ def test_programs_task_holds_out_specs_and_teaches_a_flawed_mode():
     assert all(c == solution(rows[p]["chain"]) for p, c in programs_task(teacher_error=0).warm_start_examples(200, 0))
 
 
-@pytest.mark.parametrize(("key", "value", "message"), [
-    ("min_ops", 0, "1 <= min_ops <= max_ops <= 4"), ("max_ops", 5, "1 <= min_ops <= max_ops <= 4"),
-    ("constant_max", 1, "data.constant_max must be in"), ("constant_max", 99, "more than the 500000 rows"), ("teacher_error", 1.5, "data.teacher_error"),
-    ("teacher_unclosed", -0.1, "data.teacher_unclosed must be a probability (got -0.1)"),
-    ("val_size", 0, "data.val_size must be in"), ("max_new_tokens", 20, "raise it to at least 27")])
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("min_ops", 0, "1 <= min_ops <= max_ops <= 4"),
+        ("max_ops", 5, "1 <= min_ops <= max_ops <= 4"),
+        ("constant_max", 1, "data.constant_max must be in"),
+        ("constant_max", 99, "more than the 500000 rows"),
+        ("teacher_error", 1.5, "data.teacher_error"),
+        ("teacher_unclosed", -0.1, "data.teacher_unclosed must be a probability (got -0.1)"),
+        ("val_size", 0, "data.val_size must be in"),
+        ("max_new_tokens", 20, "raise it to at least 27"),
+    ],
+)
 def test_programs_bad_values_name_the_key(key, value, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         programs_task(**{key: value})

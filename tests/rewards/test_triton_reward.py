@@ -1,5 +1,6 @@
 """reward=triton: reference answers of generated problems (a sample spanning every family, shape and dtype;
-bench/kernel_problems.py runs all 1170 of every operation rlx knows) score full marks, each kernel hack scores 0 with its label, each
+bench/kernel_problems.py runs all 1170 of every operation rlx knows) score full marks, each kernel hack scores 0
+with its label, each
 warm-start corruption costs what it should (correctness, the plan, or both), with no process left behind (one
 parallel batch, then one test per case)."""
 
@@ -16,23 +17,41 @@ from rlx.rewards.triton.reward import TritonReward
 
 pytestmark = pytest.mark.slow
 
-PROBLEMS = {p.name: p for p in generate([(16, 48), (8, 64), (16, 100), (4, 128), (8, 200)],
-                                        ["float32", "float16", "bfloat16"], list(UNARY), list(BINARY), list(ROWS),
-                                        fused=True)}  # every operation rlx knows, not only data=kernels' default
+PROBLEMS = {
+    p.name: p
+    for p in generate(
+        [(16, 48), (8, 64), (16, 100), (4, 128), (8, 200)],
+        ["float32", "float16", "bfloat16"],
+        list(UNARY),
+        list(BINARY),
+        list(ROWS),
+        fused=True,
+    )
+}  # every operation rlx knows, not only data=kernels' default
 # every 37th of the 1170: 32 problems, covering the four families, the five shapes and the three dtypes
 SAMPLE = list(PROBLEMS)[::37]
 RELU = PROBLEMS["relu 16x100 f32"].solution
 NOOP_KERNEL = "@triton.jit\ndef k(xp,o,n,B:tl.constexpr):\n pass\n"
 
 HACKS = {
-    "calls_torch_reference": (Status.VIOLATION, NOOP_KERNEL + """
+    "calls_torch_reference": (
+        Status.VIOLATION,
+        NOOP_KERNEL
+        + """
 class ModelNew(nn.Module):
     def forward(self, x):
         k[(1,)](x, x, 1, B=16)
         return Model()(x)
-"""),
-    "kernel_never_launched": (Status.VIOLATION, RELU.replace("  relu_k[(x.shape[0],)](x,y,x.shape[1],B=triton.next_power_of_2(x.shape[1]))\n", "")),
-    "try_except_torch_fallback": (Status.VIOLATION, NOOP_KERNEL + """
+""",
+    ),
+    "kernel_never_launched": (
+        Status.VIOLATION,
+        RELU.replace("  relu_k[(x.shape[0],)](x,y,x.shape[1],B=triton.next_power_of_2(x.shape[1]))\n", ""),
+    ),
+    "try_except_torch_fallback": (
+        Status.VIOLATION,
+        NOOP_KERNEL
+        + """
 class ModelNew(nn.Module):
     def forward(self, x):
         try:
@@ -40,55 +59,90 @@ class ModelNew(nn.Module):
             raise RuntimeError("pretend the kernel failed")
         except Exception:
             return torch.relu(x)
-"""),
-    "constant_output": (Status.FAIL, NOOP_KERNEL + """
+""",
+    ),
+    "constant_output": (
+        Status.FAIL,
+        NOOP_KERNEL
+        + """
 class ModelNew(nn.Module):
     def forward(self, x):
         out = torch.zeros_like(x)
         k[(1,)](x, out, 1, B=16)
         return out
-"""),
-    "mutates_inputs": (Status.VIOLATION, RELU.replace(",mask=m)\nclass", ",mask=m)\n tl.store(xp+r*n+c,x*0.0,mask=m)\nclass")),
+""",
+    ),
+    "mutates_inputs": (
+        Status.VIOLATION,
+        RELU.replace(",mask=m)\nclass", ",mask=m)\n tl.store(xp+r*n+c,x*0.0,mask=m)\nclass"),
+    ),
     "wrong_dtype": (Status.FAIL, RELU.replace("y=torch.empty_like(x)", "y=torch.empty_like(x,dtype=torch.float64)")),
     "out_of_bounds_write": (Status.VIOLATION, RELU.replace("tl.maximum(x,0.0),mask=m)", "tl.maximum(x,0.0))")),
     # an unmasked copy writes back what it read past the input's end: only distinct canaries per buffer see it
     "out_of_bounds_fixed_point": (Status.VIOLATION, RELU.replace(",mask=m", "").replace("tl.maximum(x,0.0)", "x")),
-    "numpy_fallback": (Status.VIOLATION, NOOP_KERNEL + """
+    "numpy_fallback": (
+        Status.VIOLATION,
+        NOOP_KERNEL
+        + """
 class ModelNew(nn.Module):
     def forward(self, x):
         k[(1,)](x, x, 1, B=16)
         return torch.from_numpy(x.numpy().clip(0))
-"""),
-    "no_jit_kernel": (Status.VIOLATION, "class ModelNew(nn.Module):\n    def forward(self, x):\n"
-                      "        return torch.relu(x)\n"),
+""",
+    ),
+    "no_jit_kernel": (
+        Status.VIOLATION,
+        "class ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n",
+    ),
     "does_not_parse": (Status.FORMAT, RELU[:-40]),
     "no_model_new": (Status.FORMAT, RELU.replace("class ModelNew", "class Other")),
-    "infinite_loop_in_forward": (Status.TIMEOUT, NOOP_KERNEL + """
+    "infinite_loop_in_forward": (
+        Status.TIMEOUT,
+        NOOP_KERNEL
+        + """
 class ModelNew(nn.Module):
     def forward(self, x):
         while True:
             pass
-"""),
+""",
+    ),
     "wrong_math": (Status.FAIL, RELU.replace("tl.maximum(x,0.0)", "tl.maximum(x,0.1)")),
     "forward_raises": (Status.CRASH, RELU.replace("  return y", "  1/0\n  return y")),
 }
 # Warm-start noise (data.noise): each corruption of a sampled answer, by kind.
-CORRUPTED = {f"{name}/{problem}": (problem, text) for problem in SAMPLE[::4] for name, corrupt in CORRUPTIONS.items()
-             if (text := corrupt(PROBLEMS[problem].solution)) is not None}
+CORRUPTED = {
+    f"{name}/{problem}": (problem, text)
+    for problem in SAMPLE[::4]
+    for name, corrupt in CORRUPTIONS.items()
+    if (text := corrupt(PROBLEMS[problem].solution)) is not None
+}
 
 
 @pytest.fixture(scope="module")
 def outcome():
-    reward = TritonReward(workers=2, device="cpu", trials=3, seed=0, speedup_cap=2.0, speedup_weight=0.5,
-                          plan_weight=0.5, time_repeats=10, hide=[], base_uid=61400,
-                          limits=dict(wall_s=6, cpu_s=5, memory_mb=4096, nproc=64, fsize_mb=16, disk_mb=64,
-                                      record_cap_kb=8192))
+    reward = TritonReward(
+        workers=2,
+        device="cpu",
+        trials=3,
+        seed=0,
+        speedup_cap=2.0,
+        speedup_weight=0.5,
+        plan_weight=0.5,
+        time_repeats=10,
+        hide=[],
+        base_uid=61400,
+        limits=dict(wall_s=6, cpu_s=5, memory_mb=4096, nproc=64, fsize_mb=16, disk_mb=64, record_cap_kb=8192),
+    )
     try:
-        cases = {**{n: (n, PROBLEMS[n].solution) for n in SAMPLE},
-                 **{n: ("relu 16x100 f32", text) for n, (_, text) in HACKS.items()},
-                 **{f"corrupted/{n}": case for n, case in CORRUPTED.items()}}
-        rows = [{"source": PROBLEMS[p].source, "preamble": IMPORTS, "plan": PROBLEMS[p].plan} for p, _ in cases.values()]
-        verdicts = dict(zip(cases, reward([text for _, text in cases.values()], rows)))
+        cases = {
+            **{n: (n, PROBLEMS[n].solution) for n in SAMPLE},
+            **{n: ("relu 16x100 f32", text) for n, (_, text) in HACKS.items()},
+            **{f"corrupted/{n}": case for n, case in CORRUPTED.items()},
+        }
+        rows = [
+            {"source": PROBLEMS[p].source, "preamble": IMPORTS, "plan": PROBLEMS[p].plan} for p, _ in cases.values()
+        ]
+        verdicts = dict(zip(cases, reward([text for _, text in cases.values()], rows), strict=True))
         left = processes_of(reward.pool.uids)
     finally:
         reward.close()

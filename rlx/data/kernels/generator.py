@@ -7,7 +7,8 @@ covers a row; one program per row) and the masking strategy (mask the columns pa
 when the block is exactly the row). The code computes its block from the input's shape at launch
 (`B=triton.next_power_of_2(x.shape[1])`), so the plan's block is its own statement, checked against the launch
 by reward=triton (rlx.rewards.triton.plan), and a kernel is named after its op (`add_sigmoid_k`), which lets
-the tiny model tie the expression to the op it read in the prompt. Half-precision problems compute in float32 and return the input dtype,
+the tiny model tie the expression to the op it read in the prompt. Half-precision problems compute in float32
+and return the input dtype,
 in the task file and in the kernel (loads cast up, the store casts back), so the reference and a correct
 kernel agree to well within KernelBench's 1e-2 tolerance.
 
@@ -76,27 +77,34 @@ def _source(doc: str, inputs: list[str], lines: list[str], result: str, shape: t
     body += [f"        {line}" for line in lines]
     body.append(f"        return ({result}).to(torch.{dtype})" if dtype != "float32" else f"        return {result}")
     make = ", ".join(f"torch.randn(ROWS, COLS, dtype=torch.{dtype})" for _ in inputs)
-    return TASK.format(doc=doc, inputs=", ".join(inputs), body="\n".join(body), rows=shape[0], cols=shape[1],
-                       make=make)
+    return TASK.format(doc=doc, inputs=", ".join(inputs), body="\n".join(body), rows=shape[0], cols=shape[1], make=make)
 
 
-def _solution(op: str, inputs: list[str], lines: list[str], result: str, fill: str | None, reduces: bool,
-              cols: int, dtype: str) -> str:
+def _solution(
+    op: str, inputs: list[str], lines: list[str], result: str, fill: str | None, reduces: bool, cols: int, dtype: str
+) -> str:
     block, masked = block_plan(cols)
     mask = ",mask=m" if masked else ""
     other = f",other={fill}" if masked and fill is not None else ""
     cast = "" if dtype == "float32" else ".to(tl.float32)"
     first, kernel = inputs[0], op.replace(",", "_") + "_k"  # named after the op: "add,sigmoid" -> add_sigmoid_k
-    out = [f"# plan: {plan_text(block, masked)}", "@triton.jit",
-           f"def {kernel}({','.join(v + 'p' for v in inputs)},o,n,B:tl.constexpr):", " r=tl.program_id(0)",
-           " c=tl.arange(0,B)", *([" m=c<n"] if masked else []),
-           *(f" {v}=tl.load({v}p+r*n+c{mask}{other}){cast}" for v in inputs),
-           *(re.sub(r"where\((.*)\)$", r"tl.where(m,\1,0.0)" if masked else r"\1", line) for line in lines),
-           f" tl.store(o+r,{result})" if reduces else f" tl.store(o+r*n+c,{result}{mask})",
-           "class ModelNew(nn.Module):", f" def forward(self,{','.join(inputs)}):",
-           f"  y=torch.empty({first}.shape[0],dtype={first}.dtype)" if reduces else f"  y=torch.empty_like({first})",
-           f"  {kernel}[({first}.shape[0],)]({','.join(inputs)},y,{first}.shape[1],"
-           f"B=triton.next_power_of_2({first}.shape[1]))", "  return y"]
+    out = [
+        f"# plan: {plan_text(block, masked)}",
+        "@triton.jit",
+        f"def {kernel}({','.join(v + 'p' for v in inputs)},o,n,B:tl.constexpr):",
+        " r=tl.program_id(0)",
+        " c=tl.arange(0,B)",
+        *([" m=c<n"] if masked else []),
+        *(f" {v}=tl.load({v}p+r*n+c{mask}{other}){cast}" for v in inputs),
+        *(re.sub(r"where\((.*)\)$", r"tl.where(m,\1,0.0)" if masked else r"\1", line) for line in lines),
+        f" tl.store(o+r,{result})" if reduces else f" tl.store(o+r*n+c,{result}{mask})",
+        "class ModelNew(nn.Module):",
+        f" def forward(self,{','.join(inputs)}):",
+        f"  y=torch.empty({first}.shape[0],dtype={first}.dtype)" if reduces else f"  y=torch.empty_like({first})",
+        f"  {kernel}[({first}.shape[0],)]({','.join(inputs)},y,{first}.shape[1],"
+        f"B=triton.next_power_of_2({first}.shape[1]))",
+        "  return y",
+    ]
     return "\n".join(out) + "\n"
 
 
@@ -105,30 +113,85 @@ def _ops(unary: list[str], binary: list[str], rows: list[str], fused: bool) -> l
     found = []
     for name in unary:
         doc, torch_expr, triton_expr = UNARY[name]
-        found.append(("unary", name, dict(doc=doc, inputs=["x"], torch_lines=[], torch_result=torch_expr,
-                                          lines=[], result=triton_expr, fill=None, reduces=False)))
+        found.append(
+            (
+                "unary",
+                name,
+                dict(
+                    doc=doc,
+                    inputs=["x"],
+                    torch_lines=[],
+                    torch_result=torch_expr,
+                    lines=[],
+                    result=triton_expr,
+                    fill=None,
+                    reduces=False,
+                ),
+            )
+        )
     for name in binary:
         doc, torch_expr, triton_expr = BINARY[name]
-        found.append(("binary", name, dict(doc=doc, inputs=["a", "b"], torch_lines=[], torch_result=torch_expr,
-                                           lines=[], result=triton_expr, fill=None, reduces=False)))
+        found.append(
+            (
+                "binary",
+                name,
+                dict(
+                    doc=doc,
+                    inputs=["a", "b"],
+                    torch_lines=[],
+                    torch_result=torch_expr,
+                    lines=[],
+                    result=triton_expr,
+                    fill=None,
+                    reduces=False,
+                ),
+            )
+        )
     for name in rows:
         doc, torch_expr, fill, body, result, reduces = ROWS[name]
-        found.append(("row", name, dict(doc=doc, inputs=["x"], torch_lines=[], torch_result=torch_expr,
-                                        lines=body.split("\n") if body else [], result=result, fill=fill,
-                                        reduces=reduces)))
+        found.append(
+            (
+                "row",
+                name,
+                dict(
+                    doc=doc,
+                    inputs=["x"],
+                    torch_lines=[],
+                    torch_result=torch_expr,
+                    lines=body.split("\n") if body else [],
+                    result=result,
+                    fill=fill,
+                    reduces=reduces,
+                ),
+            )
+        )
     for first in binary if fused else []:
         doc_b, torch_b, triton_b = BINARY[first]
         for second in unary:
             doc_u, torch_u, triton_u = UNARY[second]
             then = doc_u[0].lower() + doc_u[1:] if doc_u[1].islower() else doc_u
-            found.append(("fused", f"{first},{second}", dict(
-                doc=f"{doc_b[:-1]}, then {then}", inputs=["a", "b"], torch_lines=[f"x = {torch_b}"],
-                torch_result=torch_u, lines=[f" x={triton_b}"], result=triton_u, fill=None, reduces=False)))
+            found.append(
+                (
+                    "fused",
+                    f"{first},{second}",
+                    dict(
+                        doc=f"{doc_b[:-1]}, then {then}",
+                        inputs=["a", "b"],
+                        torch_lines=[f"x = {torch_b}"],
+                        torch_result=torch_u,
+                        lines=[f" x={triton_b}"],
+                        result=triton_u,
+                        fill=None,
+                        reduces=False,
+                    ),
+                )
+            )
     return found
 
 
-def generate(shapes: list[tuple[int, int]], dtypes: list[str], unary: list[str], binary: list[str], rows: list[str],
-             fused: bool) -> list[Problem]:
+def generate(
+    shapes: list[tuple[int, int]], dtypes: list[str], unary: list[str], binary: list[str], rows: list[str], fused: bool
+) -> list[Problem]:
     """Every chosen operation (and fused pair, if `fused`) × shape × dtype, in a fixed order."""
     for family, chosen, table in (("unary", unary, UNARY), ("binary", binary, BINARY), ("rows", rows, ROWS)):
         unknown = [name for name in chosen if name not in table]
@@ -139,11 +202,27 @@ def generate(shapes: list[tuple[int, int]], dtypes: list[str], unary: list[str],
         for n_rows, cols in shapes:
             for dtype in dtypes:
                 shape = (int(n_rows), int(cols))
-                problems.append(Problem(
-                    name=f"{op} {n_rows}x{cols} {DTYPES[dtype]}", family=family, op=op, shape=shape, dtype=dtype,
-                    source=_source(parts["doc"], parts["inputs"], parts["torch_lines"], parts["torch_result"], shape,
-                                   dtype),
-                    solution=_solution(op, parts["inputs"], parts["lines"], parts["result"], parts["fill"],
-                                       parts["reduces"], shape[1], dtype),
-                    plan=plan_text(*block_plan(shape[1]))))
+                problems.append(
+                    Problem(
+                        name=f"{op} {n_rows}x{cols} {DTYPES[dtype]}",
+                        family=family,
+                        op=op,
+                        shape=shape,
+                        dtype=dtype,
+                        source=_source(
+                            parts["doc"], parts["inputs"], parts["torch_lines"], parts["torch_result"], shape, dtype
+                        ),
+                        solution=_solution(
+                            op,
+                            parts["inputs"],
+                            parts["lines"],
+                            parts["result"],
+                            parts["fill"],
+                            parts["reduces"],
+                            shape[1],
+                            dtype,
+                        ),
+                        plan=plan_text(*block_plan(shape[1])),
+                    )
+                )
     return problems

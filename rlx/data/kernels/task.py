@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import random
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from rlx.data.kernels.generator import IMPORTS, Problem, generate
 from rlx.data.kernels.ops import DTYPES
@@ -30,6 +30,7 @@ from rlx.data.task import Task
 def _sub(pattern: str, new: str | Callable, where: str = "all") -> Callable[[str], str | None]:
     """A corruption: the first match of `pattern` replaced (in the plan line, the code, or anywhere); None
     where it does not apply."""
+
     def corrupt(text: str) -> str | None:
         plan, _, code = text.partition("\n")
         target = {"plan": plan, "code": code, "all": text}[where]
@@ -37,6 +38,7 @@ def _sub(pattern: str, new: str | Callable, where: str = "all") -> Callable[[str
         if changed == target:
             return None
         return {"plan": f"{changed}\n{code}", "code": f"{plan}\n{changed}", "all": changed}[where]
+
     return corrupt
 
 
@@ -77,11 +79,22 @@ PLAN_ONLY = ("plan_block", "plan_mask")
 
 
 class KernelTask(Task):
-    def __init__(self, prompt_style: str, shapes: list[list[int]], dtypes: list[str], unary: list[str],
-                 binary: list[str], rows: list[str], fused: bool, val_size: int, split_seed: int, noise: float,
-                 max_new_tokens: int,
-                 warm_start_min_match: float = Task.warm_start_min_match,
-                 warm_start_plateau_loss: float | None = Task.warm_start_plateau_loss) -> None:
+    def __init__(
+        self,
+        prompt_style: str,
+        shapes: list[list[int]],
+        dtypes: list[str],
+        unary: list[str],
+        binary: list[str],
+        rows: list[str],
+        fused: bool,
+        val_size: int,
+        split_seed: int,
+        noise: float,
+        max_new_tokens: int,
+        warm_start_min_match: float = Task.warm_start_min_match,
+        warm_start_plateau_loss: float | None = Task.warm_start_plateau_loss,
+    ) -> None:
         if prompt_style not in ("source", "name"):
             raise ValueError(f"data.prompt_style must be 'source' or 'name' (got {prompt_style!r})")
         if not 0.0 <= noise <= 1.0:
@@ -91,16 +104,21 @@ class KernelTask(Task):
             raise ValueError(f"data.dtypes must be a non-empty list from {sorted(DTYPES)} (got {dtypes})")
         bad = [s for s in shapes if len(s) != 2 or not all(isinstance(v, int) and 1 <= v <= 4096 for v in s)]
         if bad or not shapes:
-            raise ValueError(f"data.shapes must be a non-empty list of [rows, cols] with 1 <= rows, cols <= 4096 "
-                             f"(got {shapes})")
+            raise ValueError(
+                f"data.shapes must be a non-empty list of [rows, cols] with 1 <= rows, cols <= 4096 (got {shapes})"
+            )
         problems = generate([tuple(s) for s in shapes], list(dtypes), list(unary), list(binary), list(rows), fused)
         if not 0 < val_size < len(problems):
-            raise ValueError(f"data.val_size must be in (0, {len(problems)}): these operations, shapes, dtypes and "
-                             f"fused={fused} make {len(problems)} problems (got {val_size})")
+            raise ValueError(
+                f"data.val_size must be in (0, {len(problems)}): these operations, shapes, dtypes and "
+                f"fused={fused} make {len(problems)} problems (got {val_size})"
+            )
         longest = max(len(p.solution) for p in problems)
         if max_new_tokens <= longest:  # the char tokenizer: one token per character, plus end of sequence
-            raise ValueError(f"data.max_new_tokens={max_new_tokens} cuts the longest answer ({longest} characters): "
-                             f"raise it to at least {longest + 1}")
+            raise ValueError(
+                f"data.max_new_tokens={max_new_tokens} cuts the longest answer ({longest} characters): "
+                f"raise it to at least {longest + 1}"
+            )
         order = list(range(len(problems)))
         random.Random(split_seed).shuffle(order)
         held = set(order[:val_size])
@@ -114,9 +132,12 @@ class KernelTask(Task):
         row = {"name": problem.name, "source": problem.source, "plan": problem.plan, "preamble": IMPORTS}
         if self.prompt_style == "name":
             return {"prompt": f"# {problem.name}\n", **row}
-        return {"prompt": f"{problem.source}\n# Write ModelNew (the same computation with Triton kernels; torch, "
-                          f"triton and tl are imported), after a first line `# plan: B=<block>, mask c<n` (or `no "
-                          f"mask`).\n", **row}
+        return {
+            "prompt": f"{problem.source}\n# Write ModelNew (the same computation with Triton kernels; torch, "
+            f"triton and tl are imported), after a first line `# plan: B=<block>, mask c<n` (or `no "
+            f"mask`).\n",
+            **row,
+        }
 
     def warm_start_examples(self, count: int, seed: int) -> list[tuple[str, str]]:
         rng = random.Random(seed)
@@ -132,6 +153,11 @@ class KernelTask(Task):
 
     def fingerprint(self) -> dict:
         corpus = "\n".join(self.problems[row["name"]].solution for row in self.train)
-        return {"task": "kernels-generated", "style": self.prompt_style, "noise": self.noise,
-                "train": len(self.train), "corpus": hashlib.sha256(corpus.encode()).hexdigest()[:16],
-                "corruptions": sorted(CORRUPTIONS)}
+        return {
+            "task": "kernels-generated",
+            "style": self.prompt_style,
+            "noise": self.noise,
+            "train": len(self.train),
+            "corpus": hashlib.sha256(corpus.encode()).hexdigest()[:16],
+            "corruptions": sorted(CORRUPTIONS),
+        }

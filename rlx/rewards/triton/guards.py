@@ -18,10 +18,33 @@ PAD = 256  # canary elements on each side of a guarded buffer
 # value is a fixed point of its computation (an unmasked hardtanh copies 0xA5A5A5A5 = -2.9e-16 unchanged).
 CANARIES = (0xA5, 0x5A, 0xC3, 0x3C, 0x96, 0x69)
 # Shape/stride queries, views and allocation: everything a launcher needs, nothing that computes values.
-ALLOWED = {"__get__", "size", "numel", "dim", "stride", "is_contiguous", "contiguous", "view", "reshape",
-           "data_ptr", "element_size", "flatten", "unsqueeze", "squeeze", "__getitem__", "__len__", "__index__",
-           "__format__", "__repr__", "__hash__", "is_floating_point", "storage_offset", "untyped_storage",
-           "dim_order", "get_device"}
+ALLOWED = {
+    "__get__",
+    "size",
+    "numel",
+    "dim",
+    "stride",
+    "is_contiguous",
+    "contiguous",
+    "view",
+    "reshape",
+    "data_ptr",
+    "element_size",
+    "flatten",
+    "unsqueeze",
+    "squeeze",
+    "__getitem__",
+    "__len__",
+    "__index__",
+    "__format__",
+    "__repr__",
+    "__hash__",
+    "is_floating_point",
+    "storage_offset",
+    "untyped_storage",
+    "dim_order",
+    "get_device",
+}
 ALLOCATORS = {"empty", "empty_like", "zeros", "zeros_like", "new_empty", "new_zeros"}
 
 
@@ -32,7 +55,7 @@ def padded(tensor: torch.Tensor, registry: list) -> torch.Tensor:
     buffer = torch.empty(numel + 2 * PAD, dtype=tensor.dtype, device=tensor.device)
     raw = buffer.view(torch.uint8)
     raw.fill_(canary)
-    inner = buffer[PAD:PAD + numel].view(tensor.shape)
+    inner = buffer[PAD : PAD + numel].view(tensor.shape)
     inner.copy_(tensor)
     registry.append((buffer, canary))
     return inner

@@ -10,7 +10,7 @@ keyword arguments of the first 8 launches, e.g. [{"B": 128}]), "refused" (torch 
 from __future__ import annotations
 
 import statistics
-from typing import Callable
+from collections.abc import Callable
 
 from rlx.rewards.sandbox.guard import install_guard
 from rlx.rewards.triton.guards import ForwardGuard, canaries_intact, count_launches, padded
@@ -72,8 +72,9 @@ def run(payload: dict, emit: Callable[[dict], None]) -> None:
     for trial, seed in enumerate(payload["seeds"]):
         torch.manual_seed(seed)
         registry: list = []
-        inputs = [padded(x.to(device), registry) if isinstance(x, torch.Tensor) else x
-                  for x in namespace["get_inputs"]()]
+        inputs = [
+            padded(x.to(device), registry) if isinstance(x, torch.Tensor) else x for x in namespace["get_inputs"]()
+        ]
         before = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
         guard = ForwardGuard(registry) if candidate else None
         counter[0], guard_box[0] = 0, guard
@@ -96,10 +97,15 @@ def run(payload: dict, emit: Callable[[dict], None]) -> None:
         except BaseException as err:  # noqa: BLE001
             record["error"] = _name(err)
         guard_box[0] = None
-        record.update(launches=counter[0], blocks=list(blocks), refused=guard.refused if guard else [],
-                      canaries_ok=canaries_intact(registry),
-                      inputs_unchanged=all(not isinstance(a, torch.Tensor) or torch.equal(a, b)
-                                           for a, b in zip(inputs, before)))
+        record.update(
+            launches=counter[0],
+            blocks=list(blocks),
+            refused=guard.refused if guard else [],
+            canaries_ok=canaries_intact(registry),
+            inputs_unchanged=all(
+                not isinstance(a, torch.Tensor) or torch.equal(a, b) for a, b in zip(inputs, before, strict=True)
+            ),
+        )
         emit(record)
     if payload["time"]:  # the reward asks for timing only on a GPU
         torch.manual_seed(payload["seeds"][0])
@@ -114,8 +120,13 @@ def run(payload: dict, emit: Callable[[dict], None]) -> None:
                 return model(*inputs)
 
         try:
-            emit({"event": "timing", "ms": _time_cuda(call, payload["time_repeats"]),
-                  "refused": guard.refused if guard else []})
+            emit(
+                {
+                    "event": "timing",
+                    "ms": _time_cuda(call, payload["time_repeats"]),
+                    "refused": guard.refused if guard else [],
+                }
+            )
         except BaseException as err:  # noqa: BLE001  a forward that breaks only while timed earns no speedup
             emit({"event": "timing", "error": _name(err), "refused": guard.refused if guard else []})
     emit({"event": "done"})

@@ -48,8 +48,11 @@ def consistent(plan: Plan, tree: ast.AST, blocks: list) -> bool:
     and the code masks iff planned."""
     launched = [b[plan.name] for b in blocks if isinstance(b, dict) and plan.name in b]
     same_block = bool(launched) and all(type(v) is int and v == plan.block for v in launched)
-    memory = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-              and node.func.attr in ("load", "store")]
+    memory = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("load", "store")
+    ]
     masks = any(kw.arg == "mask" for node in memory for kw in node.keywords)
     return same_block and masks == plan.masked
 

@@ -75,22 +75,35 @@ def decide(checks: dict, result: dict, reference: dict, speedup_cap: float, spee
             trials[record["trial"]] = record
     got = [trials.get(t, {}) for t in sorted(expected)]
     errors = [r.get("error") for r in got if r.get("error") or not r]
-    comparisons = [compare(r.get("output"), expected[t]["output"]) if "output" in r and r["output"] else (False, "")
-                   for t, r in zip(sorted(expected), got)]
-    checks = {**checks,
-              "launched": all(r.get("launches", 0) > 0 for r in got),
-              "no_fallback": not any(r.get("refused") for r in got),
-              "in_bounds": all(r.get("canaries_ok") is True for r in got),
-              "inputs_unchanged": all(r.get("inputs_unchanged") is True for r in got),
-              "compiled": not errors,
-              "correct": all(ok for ok, _ in comparisons)}
-    details = {**base, "checks": checks, "errors": errors[:3], "mismatch": [why for ok, why in comparisons if not ok][:3]}
+    comparisons = [
+        compare(r.get("output"), expected[t]["output"]) if "output" in r and r["output"] else (False, "")
+        for t, r in zip(sorted(expected), got, strict=True)
+    ]
+    checks = {
+        **checks,
+        "launched": all(r.get("launches", 0) > 0 for r in got),
+        "no_fallback": not any(r.get("refused") for r in got),
+        "in_bounds": all(r.get("canaries_ok") is True for r in got),
+        "inputs_unchanged": all(r.get("inputs_unchanged") is True for r in got),
+        "compiled": not errors,
+        "correct": all(ok for ok, _ in comparisons),
+    }
+    details = {
+        **base,
+        "checks": checks,
+        "errors": errors[:3],
+        "mismatch": [why for ok, why in comparisons if not ok][:3],
+    }
     valid = all(checks[k] for k in ("launched", "no_fallback", "in_bounds", "inputs_unchanged"))
     speedup = _speedup(result, reference)
     details["speedup"] = speedup if speedup is not None else "unavailable (no GPU timing: CPU/TRITON_INTERPRET)"
     correct = float(checks["correct"] and checks["compiled"])
-    components = {"valid": float(valid), "compiled": float(checks["compiled"]), "correct": correct * valid,
-                  "fast_1": float(bool(valid and correct and speedup is not None and speedup > 1.0))}
+    components = {
+        "valid": float(valid),
+        "compiled": float(checks["compiled"]),
+        "correct": correct * valid,
+        "fast_1": float(bool(valid and correct and speedup is not None and speedup > 1.0)),
+    }
     if not checks["compiled"] and checks["no_fallback"]:
         return Verdict(0.0, Status.CRASH, {**components, "valid": 0.0}, {**details, "reason": "forward raised"})
     if not valid:
@@ -105,6 +118,7 @@ def decide(checks: dict, result: dict, reference: dict, speedup_cap: float, spee
 def _speedup(result: dict, reference: dict) -> float | None:
     """Reference ms / candidate ms from the harness's timing records (GPU only); None where either is missing,
     broke, or the candidate made a refused torch call while it was timed."""
+
     def ms(res: dict, candidate: bool) -> float | None:
         found = [r for r in res["records"] if r.get("event") == "timing"]
         value = found[0].get("ms") if found else None
@@ -120,9 +134,20 @@ def _speedup(result: dict, reference: dict) -> float | None:
 class TritonReward:
     required_fields = ("source",)
 
-    def __init__(self, workers: int, device: str, trials: int, seed: int, speedup_cap: float,
-                 speedup_weight: float, plan_weight: float, time_repeats: int, limits: dict, hide: list[str],
-                 base_uid: int) -> None:
+    def __init__(
+        self,
+        workers: int,
+        device: str,
+        trials: int,
+        seed: int,
+        speedup_cap: float,
+        speedup_weight: float,
+        plan_weight: float,
+        time_repeats: int,
+        limits: dict,
+        hide: list[str],
+        base_uid: int,
+    ) -> None:
         if device not in ("auto", "cpu", "cuda"):
             raise ValueError(f"reward.device must be 'auto', 'cpu' or 'cuda' (got {device!r})")
         if device == "auto":  # the same command scores on a GPU machine and on a CPU-only one
@@ -132,18 +157,32 @@ class TritonReward:
         self.device, self.trials, self.seed = device, trials, seed
         self.speedup_cap, self.speedup_weight, self.time_repeats = speedup_cap, speedup_weight, time_repeats
         if plan_weight < 0:
-            raise ValueError(f"reward.plan_weight must be >= 0 (got {plan_weight}); 0 logs the plan without rewarding it")
+            raise ValueError(
+                f"reward.plan_weight must be >= 0 (got {plan_weight}); 0 logs the plan without rewarding it"
+            )
         self.plan_weight = plan_weight
         self.limits = Limits(**limits)
         env = {"TRITON_INTERPRET": "1"} if device == "cpu" else {}
-        self.pool = SandboxPool(workers, preload=("torch", "triton", "numpy", HARNESS.split(":")[0]), env=env,
-                                hide=tuple(hide), base_uid=base_uid)
+        self.pool = SandboxPool(
+            workers,
+            preload=("torch", "triton", "numpy", HARNESS.split(":")[0]),
+            env=env,
+            hide=tuple(hide),
+            base_uid=base_uid,
+        )
         self._references: dict[str, dict] = {}
 
     def _payload(self, source: str, mode: str, candidate: str) -> dict:
-        return {"source": source, "mode": mode, "candidate": candidate, "device": self.device,
-                "seeds": [self.seed + 1000 * t for t in range(self.trials)], "init_seed": self.seed,
-                "time": self.device == "cuda", "time_repeats": self.time_repeats}
+        return {
+            "source": source,
+            "mode": mode,
+            "candidate": candidate,
+            "device": self.device,
+            "seeds": [self.seed + 1000 * t for t in range(self.trials)],
+            "init_seed": self.seed,
+            "time": self.device == "cuda",
+            "time_repeats": self.time_repeats,
+        }
 
     def _references_for(self, sources: list[str]) -> dict[str, dict]:
         """Reference results by source hash; clean runs are cached for the rest of training."""
@@ -151,7 +190,7 @@ class TritonReward:
         missing = sorted(k for k in keys if k not in self._references)
         fresh = self.pool.run([(HARNESS, self._payload(keys[k], "reference", ""), self.limits) for k in missing])
         found = {k: self._references[k] for k in keys if k in self._references}
-        for key, result in zip(missing, fresh):
+        for key, result in zip(missing, fresh, strict=True):
             found[key] = result
             if run_status(result)[0] is None:
                 self._references[key] = result
@@ -162,22 +201,40 @@ class TritonReward:
         codes = [row.get("preamble", "") + extract_code(c) for c, row in zip(completions, rows, strict=True)]
         checks = [static_checks(code) for code in codes]
         runnable = [i for i, c in enumerate(checks) if all(c.values())]
-        results = dict(zip(runnable, self.pool.run(
-            [(HARNESS, self._payload(rows[i]["source"], "candidate", codes[i]), self.limits) for i in runnable])))
-        verdicts = [decide(checks[i], results.get(i, {"infra": "not run"}),
-                           references[hashlib.sha256(row["source"].encode()).hexdigest()], self.speedup_cap,
-                           self.speedup_weight) for i, row in enumerate(rows)]
-        return [self._with_plan(v, completions[i], codes[i], results.get(i), row.get("plan"))
-                for i, (v, row) in enumerate(zip(verdicts, rows))]
+        results = dict(
+            zip(
+                runnable,
+                self.pool.run(
+                    [(HARNESS, self._payload(rows[i]["source"], "candidate", codes[i]), self.limits) for i in runnable]
+                ),
+                strict=True,
+            )
+        )
+        verdicts = [
+            decide(
+                checks[i],
+                results.get(i, {"infra": "not run"}),
+                references[hashlib.sha256(row["source"].encode()).hexdigest()],
+                self.speedup_cap,
+                self.speedup_weight,
+            )
+            for i, row in enumerate(rows)
+        ]
+        return [
+            self._with_plan(v, completions[i], codes[i], results.get(i), row.get("plan"))
+            for i, (v, row) in enumerate(zip(verdicts, rows, strict=True))
+        ]
 
-    def _with_plan(self, verdict: Verdict, completion: str, code: str, result: dict | None,
-                   reference: str | None) -> Verdict:
+    def _with_plan(
+        self, verdict: Verdict, completion: str, code: str, result: dict | None, reference: str | None
+    ) -> Verdict:
         if verdict.status == Status.INFRA:
             return verdict
         first = [r for r in (result or {}).get("records", []) if isinstance(r, dict) and r.get("trial") == 0]
         plan = plan_score(completion, code, first[0].get("blocks") if first else None, reference)
-        return dataclasses.replace(verdict, reward=verdict.reward + self.plan_weight * plan,
-                                   components={**verdict.components, "plan": plan})
+        return dataclasses.replace(
+            verdict, reward=verdict.reward + self.plan_weight * plan, components={**verdict.components, "plan": plan}
+        )
 
     def close(self) -> None:
         self.pool.close()

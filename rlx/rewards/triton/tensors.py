@@ -14,8 +14,11 @@ def encode_tensor(tensor) -> dict:
 
     data = tensor.detach().to("cpu").contiguous()
     raw = data.view(torch.uint8) if data.dtype == torch.bfloat16 else data
-    return {"dtype": str(tensor.dtype), "shape": list(tensor.shape),
-            "data": base64.b64encode(raw.numpy().tobytes()).decode()}
+    return {
+        "dtype": str(tensor.dtype),
+        "shape": list(tensor.shape),
+        "data": base64.b64encode(raw.numpy().tobytes()).decode(),
+    }
 
 
 def _array(encoded: dict) -> np.ndarray:
