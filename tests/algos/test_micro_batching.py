@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 from dataclasses import replace
 
-import lightning.pytorch as pl
 import pytest
 import torch
 
@@ -22,7 +21,7 @@ from rlx.rollout.collect import RolloutConfig, generate_and_score
 from rlx.rollout.generate import HFGenerate
 from rlx.rollout.logprobs import plan_micro_batches, sequence_logprobs, trim_padding
 from rlx.update import NonFiniteGuard, critic_step, policy_step, prepare
-from tests.algos.helpers import GradCapture, ScriptedReward, compose_algo
+from tests.algos.helpers import GradCapture, ScriptedReward, bare_trainer, compose_algo
 
 SPLITS = [["algo.micro_batch_size=3"], ["algo.micro_batch_size=1"], ["algo.micro_batch_tokens=24"]]
 
@@ -186,16 +185,7 @@ def test_the_default_preset_trains_the_same_with_micro_batches(cfg_factory, spli
             UniformSampler(0),
             reference=FrozenReference(copy.deepcopy(policy)),
         )
-        trainer = pl.Trainer(
-            max_steps=3,
-            logger=False,
-            enable_checkpointing=False,
-            limit_val_batches=0,
-            num_sanity_val_steps=0,
-            enable_progress_bar=False,
-            enable_model_summary=False,
-            accelerator="cpu",
-        )
+        trainer = bare_trainer(3)
         torch.manual_seed(0)
         trainer.fit(module)
         runs.append((dict(trainer.logged_metrics), torch.cat([p.detach().flatten() for p in policy.parameters()])))
