@@ -4,6 +4,7 @@ strategy, the batch and held-out sizes, stateful estimators, multirun spawning, 
 
 from __future__ import annotations
 
+import os
 import shlex
 
 import pytest
@@ -20,6 +21,17 @@ from rlx.errors import ConfigError
 from tests.conftest import REPO, compose_config
 
 DDP = "rlx.distributed.strategy.DataParallel"
+
+
+@pytest.fixture(autouse=True)
+def restore_environ():
+    """Lightning's cluster environments write MASTER_ADDR/MASTER_PORT into os.environ themselves (monkeypatch
+    cannot undo what it did not set): without this, a later two-process test inherits MASTER_ADDR=gpu01 from
+    the SLURM test below and its second rank waits forever for a host that does not exist."""
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
 
 
 def readme_slurm_command() -> list[str]:
