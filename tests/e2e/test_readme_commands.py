@@ -11,6 +11,8 @@ from tests.e2e.readme import check, readme_commands
 
 COMMANDS = readme_commands()
 
+pytestmark = pytest.mark.heavy  # every README command as a subprocess: outside CI's budget (pyproject markers)
+
 
 def test_every_readme_command_is_known():
     """Fast (not slow): every command is classified; installs and the suite itself are skipped with a reason."""

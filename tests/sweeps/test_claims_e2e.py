@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import run_cli
 from tests.sweeps.sweep_helpers import md_table
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]  # heavy: outside CI's budget (pyproject markers)
 
 SHRUNK = [
     "trainer.max_steps=1",

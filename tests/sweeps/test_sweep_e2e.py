@@ -15,7 +15,7 @@ from tests.conftest import run_cli
 from tests.sweeps.sweep_helpers import TINY, md_table
 from tests.sweeps.wandb_offline import read_run
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]  # heavy: outside CI's budget (pyproject markers)
 
 GRID = {"algo.epsilon": ["0.1", "0.2"], "algo.beta": ["0.0", "0.04"]}
 
