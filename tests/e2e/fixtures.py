@@ -19,11 +19,11 @@ def _unit_tests() -> tuple[dict, str, str]:
 
 
 def _triton() -> tuple[dict, str, str]:
-    from rlx.data.kernels.problems import problems
+    from rlx.data.kernels.generator import IMPORTS, generate
 
-    found = problems()
-    name, other = sorted(found)[:2]
-    return {"name": name, "source": found[name]["source"]}, found[name]["solution"], found[other]["solution"]
+    relu, sigmoid = generate([(8, 64)], ["float32"], ["relu", "sigmoid"], [], [], fused=False)
+    row = {"name": relu.name, "source": relu.source, "plan": relu.plan, "preamble": IMPORTS}
+    return row, relu.solution, sigmoid.solution  # sigmoid's kernel computes the wrong function for relu's task
 
 
 SCORE_INPUTS = {"math": _math, "unit_tests": _unit_tests, "triton": _triton}
