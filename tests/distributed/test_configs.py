@@ -9,6 +9,8 @@ import shlex
 
 import pytest
 from hydra.utils import instantiate
+from lightning.fabric.utilities.rank_zero import rank_zero_only as fabric_rank_zero_only
+from lightning_utilities.core.rank_zero import rank_zero_only as utilities_rank_zero_only
 
 from rlx.checks import build_node
 from rlx.distributed.checks import (
@@ -27,11 +29,16 @@ DDP = "rlx.distributed.strategy.DataParallel"
 def restore_environ():
     """Lightning's cluster environments write MASTER_ADDR/MASTER_PORT into os.environ themselves (monkeypatch
     cannot undo what it did not set): without this, a later two-process test inherits MASTER_ADDR=gpu01 from
-    the SLURM test below and its second rank waits forever for a host that does not exist."""
+    the SLURM test below and its second rank waits forever for a host that does not exist. Likewise the global
+    rank Lightning keeps for @rank_zero_only."""
     saved = dict(os.environ)
+    rank = fabric_rank_zero_only.rank, utilities_rank_zero_only.rank
     yield
     os.environ.clear()
     os.environ.update(saved)
+    # the strategies also set the process-wide rank that @rank_zero_only reads: left at 3 by the torchrun test,
+    # every later in-process run's CSV logger thinks it is rank 3 and writes no metrics.csv
+    fabric_rank_zero_only.rank, utilities_rank_zero_only.rank = rank
 
 
 def readme_slurm_command() -> list[str]:
