@@ -15,13 +15,12 @@ from rlx.data.arithmetic import ArithmeticTask
 from rlx.models.reference import FrozenReference
 from rlx.models.tiny import build_tiny_llama
 from rlx.models.tokenizer import build_char_tokenizer
-from rlx.module import RLModule
 from rlx.rewards.base import Status, Verdict
 from rlx.rollout.collect import RolloutConfig, generate_and_score
 from rlx.rollout.generate import HFGenerate
 from rlx.rollout.logprobs import plan_micro_batches, sequence_logprobs, trim_padding
 from rlx.update import NonFiniteGuard, critic_step, policy_step, prepare
-from tests.algos.helpers import GradCapture, ScriptedReward, bare_trainer, compose_algo
+from tests.algos.helpers import GradCapture, ScriptedReward, bare_module, bare_trainer, compose_algo
 
 SPLITS = [["algo.micro_batch_size=3"], ["algo.micro_batch_size=1"], ["algo.micro_batch_tokens=24"]]
 
@@ -175,7 +174,7 @@ def test_the_default_preset_trains_the_same_with_micro_batches(cfg_factory, spli
         policy = build_tiny_llama(tok, 32, 1, 2, 64, 64, 0.02, seed=0)
         algo, advantage = compose_algo(cfg_factory, "algo.prompts_per_step=4", *extra)
         task = ArithmeticTask(10, 20, 10, 0, 0.5, 4, warm_start_min_match=0.0, warm_start_plateau_loss=None)
-        module = RLModule(
+        module = bare_module(
             policy,
             tok,
             task,
