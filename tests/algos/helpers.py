@@ -9,6 +9,8 @@ from rlx.checks import build_node, check_algorithm
 from rlx.models.adapters import FullFineTuning
 from rlx.module import RLModule
 from rlx.rewards.base import Status, Verdict
+from rlx.rollout.batch import RolloutBatch
+from rlx.rollout.collect import RolloutConfig, generate_and_score
 from rlx.rollout.generate import HFGenerate
 
 
@@ -48,6 +50,14 @@ def bare_module(policy, tokenizer, task, reward, advantage, algo, sampler, **par
         samples_every=10,
         samples_per_step=4,
         **parts,
+    )
+
+
+def scripted_batch(model, tokenizer, rewards, rows, prompts: list[int], config: RolloutConfig) -> RolloutBatch:
+    """One round of `prompts` (indices into `rows`), sampled with transformers' generate (rollout=hf) and
+    scored `rewards` in order, whatever the completions."""
+    return generate_and_score(
+        model, tokenizer, ScriptedReward(rewards), HFGenerate(overlap_scoring=True), rows, prompts, config
     )
 
 

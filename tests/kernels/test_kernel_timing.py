@@ -17,6 +17,7 @@ from rlx.rewards.base import Status
 from rlx.rewards.sandbox.records import RunResult
 from rlx.rewards.triton.reward import decide
 from rlx.rewards.triton.tensors import encode_tensor
+from tests.rewards.sandbox_helpers import clean_run
 
 REPO = Path(__file__).resolve().parents[2]
 CHECKS = {"parses": True, "defines_model_new": True, "defines_jit_kernel": True}
@@ -33,20 +34,7 @@ def result(*timing: dict, trial: dict | None = None) -> RunResult:
         "inputs_unchanged": True,
         **(trial or {}),
     }
-    return RunResult(
-        infra=None,
-        records=tuple([{"trial": t, **record} for t in range(3)] + list(timing)),
-        bad_records=0,
-        exit_code=0,
-        signal=None,
-        timed_out=False,
-        overflow=False,
-        wall_s=0.2,
-        cpu_s=0.1,
-        max_rss_mb=50.0,
-        cpu_limit_s=5,
-        output_tail="",
-    )
+    return clean_run([{"trial": t, **record} for t in range(3)] + list(timing))
 
 
 @pytest.mark.parametrize(

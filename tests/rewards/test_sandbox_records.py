@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from sandbox_helpers import clean_run
 
 from rlx.rewards.sandbox.records import CallOutcome, Event, RunResult, Timing, Trial, events
 from rlx.rewards.sandbox.values import encode
@@ -57,20 +58,7 @@ def test_events_keeps_the_well_formed_events_in_order():
 
 
 def test_a_run_result_survives_the_servers_pipe_and_a_broken_reply_is_refused():
-    result = RunResult(
-        infra=None,
-        records=({"event": "loaded"}, {"test": 0, "value": ["int", "3"]}),
-        bad_records=1,
-        exit_code=0,
-        signal=None,
-        timed_out=False,
-        overflow=False,
-        wall_s=0.05,
-        cpu_s=0.01,
-        max_rss_mb=9.5,
-        cpu_limit_s=2,
-        output_tail="",
-    )
+    result = clean_run([{"event": "loaded"}, {"test": 0, "value": ["int", "3"]}], bad_records=1)
     assert RunResult.from_json(json.loads(json.dumps(result.to_json()))) == result
     broken = RunResult.broken("mount failed", wall_s=0.2)
     assert RunResult.from_json(broken.to_json()) == broken and broken.infra == "mount failed"
