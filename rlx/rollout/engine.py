@@ -34,7 +34,7 @@ import torch
 from torch import Tensor
 
 from rlx.rollout.cache import SlotCache
-from rlx.rollout.sampling import sample_tokens
+from rlx.rollout.sampling import sample_tokens, workspace
 
 log = logging.getLogger(__name__)
 
@@ -208,9 +208,10 @@ class RolloutEngine:
         logps = torch.zeros(n, max_new_tokens, dtype=torch.float32, device=device)  # [N, T]
         entropies = torch.zeros(n, max_new_tokens, dtype=torch.float32, device=device)  # [N, T]
         forward = self.forward_fn(model)
+        buffers = workspace(n, logits.shape[-1], device)  # the sampler's [N, V] scratch, reused every step
         steps = 0
         for t in range(max_new_tokens):
-            token, logp, entropy = sample_tokens(logits, temperature, greedy)  # [n] each
+            token, logp, entropy = sample_tokens(logits, temperature, greedy, out=buffers)  # [n] each
             live = cache.rows
             tokens[slot_row[:live], t] = token
             logps[slot_row[:live], t] = logp

@@ -77,8 +77,8 @@ def test_one_prefill_per_prompt_and_finished_rows_leave(llama, monkeypatch):
     eos, other = tok.eos_token_id, tok.convert_tokens_to_ids("x")
     sample, script, step = engine_module.sample_tokens, {1: [0, 5, 6], 2: [3]}, [0]
 
-    def scripted(logits, temperature, greedy):
-        token, _, entropy = sample(logits, temperature, greedy)
+    def scripted(logits, temperature, greedy, out=None):
+        token, _, entropy = sample(logits, temperature, greedy, out)
         token[token == eos] = other
         token[script.get(step[0], [])] = eos
         step[0] += 1
@@ -132,8 +132,8 @@ def test_compiled_decode_step_traces_one_graph_per_batch_bucket(llama, monkeypat
 
     eos, sample, script, step = tok.eos_token_id, engine_module.sample_tokens, {2: [0, 1, 2, 3, 4]}, [0]
 
-    def scripted(logits, temperature, greedy):  # 12 rows, 5 finish at step 2: buckets 12 then 7 → 8
-        token, _, entropy = sample(logits, temperature, greedy)
+    def scripted(logits, temperature, greedy, out=None):  # 12 rows, 5 finish at step 2: buckets 12 then 7 → 8
+        token, _, entropy = sample(logits, temperature, greedy, out)
         token[token == eos] = tok.convert_tokens_to_ids("x")
         token[script.get(step[0], [])] = eos
         step[0] += 1

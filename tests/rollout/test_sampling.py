@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from rlx.rollout.sampling import sample_tokens
+from rlx.rollout.sampling import sample_tokens, workspace
 
 
 def test_two_token_distribution_by_hand():
@@ -55,3 +55,24 @@ def test_zero_probability_tokens_are_never_drawn_and_greedy_is_argmax():
     tokens, logp, _ = sample_tokens(z[:2], 1.0, greedy=True)
     assert tokens.tolist() == [599, 599]
     assert torch.allclose(logp, torch.tensor(1.0 - math.log(1 + math.e)), atol=1e-6)  # log 0.731 = -0.3133
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.6])
+def test_a_reused_workspace_draws_the_same_and_leaves_the_logits_alone(temperature):
+    torch.manual_seed(3)
+    z = torch.randn(6, 700) * 40  # a wide range: many entries more than 87 below the max (weight exactly 0)
+    z[0, :350] = float("-inf")
+    before = z.clone()
+    buffers = workspace(10, 700, z.device)  # more rows than the call: the leading rows are used
+    for half in (z, z.bfloat16()):
+        torch.manual_seed(4)
+        fresh = sample_tokens(half, temperature, greedy=False)
+        torch.manual_seed(4)
+        reused = sample_tokens(half, temperature, greedy=False, out=buffers)
+        for a, b in zip(fresh, reused, strict=True):
+            assert torch.equal(a, b)
+        p = torch.softmax(half.float() / temperature, -1)  # [6, 700]
+        assert torch.allclose(reused[1], p.gather(-1, reused[0][:, None]).squeeze(-1).log(), atol=1e-5)
+        assert torch.allclose(reused[2], -torch.special.xlogy(p, p).sum(-1), atol=1e-5)  # finite despite −inf
+        assert (reused[0][0] >= 350).all()
+    assert torch.equal(z, before)
