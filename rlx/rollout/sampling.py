@@ -62,7 +62,7 @@ def sample_tokens(
     # as a −inf logit), from a floored input that keeps exp on its fast path and the entropy's w · (s − m)
     # finite (0 · −87 rather than 0 · −inf = nan).
     shifted.clamp_(min=-87.0)  # [n, V] in [−87, 0]
-    torch.nn.functional.threshold_(torch.exp(shifted, out=weights), 1.7e-38, 0.0)  # [n, V] w in [0, 1], 1 at max
+    torch.threshold_(torch.exp(shifted, out=weights), 1.7e-38, 0.0)  # [n, V] w in [0, 1], 1 at max
     blocks = -(-vocab // BLOCK)
     padded = weights
     if blocks * BLOCK != vocab:  # pad with zero mass: a padded entry is never drawn
