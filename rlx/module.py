@@ -13,6 +13,7 @@ One training step reads top to bottom:
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import torch
@@ -157,8 +158,13 @@ class RLModule(LightningModule):
             shard = take(
                 world, batch, self.tokenizer.pad_token_id, self.algo.minibatches, equal=sharded(self.policy)
             )  # this rank's groups
+            start = time.perf_counter()
             batch, prepared = prepare(shard.batch, self.algo, self.advantage, self.policy, self.reference, self.critic)
-        losses = mean_over_ranks(world, {**prepared, **self.update(batch)})  # sums of global-weighted parts
+        prepared["time/prepare"] = time.perf_counter() - start  # reference / old log-prob / value forwards
+        start = time.perf_counter()
+        losses = self.update(batch)
+        losses["time/update"] = time.perf_counter() - start  # every optimiser step of the RL step
+        losses = mean_over_ranks(world, {**prepared, **losses})  # sums of global-weighted parts
         whole = shard.whole(batch)  # every rank's rows: the step's metrics as one process computes them
         self.log_step(whole, stats, losses)
         self.write_samples(whole, step, shard.ranks())

@@ -1,5 +1,5 @@
 """Both `rollout` options through the real config and trainer, with generation in chunks: a few RL steps run,
-time/generate and time/score are logged, and held-out evaluation decodes in chunks too."""
+time/generate, time/score, time/prepare and time/update are logged, and held-out evaluation decodes in chunks too."""
 
 from __future__ import annotations
 
@@ -51,3 +51,4 @@ def test_training_with_chunked_generation_logs_generate_and_score_time(option, t
     for row in rows:
         assert float(row["time/generate"]) > 0 and float(row["time/score"]) >= 0
         assert float(row["rollout/seconds"]) >= float(row["time/generate"])
+        assert float(row["time/prepare"]) > 0 and float(row["time/update"]) > 0  # the step's other two phases
