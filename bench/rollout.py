@@ -57,7 +57,7 @@ def main() -> None:
     rate = matmul_gflops()
     bound = rate * 1e9 / (2 * params)
     engines = {
-        "rlx engine": RolloutEngine(compile=False, overlap_scoring=True),
+        "rlx engine": RolloutEngine(compile=False, overlap_scoring=True, reuse_logprobs=True),
         "HF generate": HFGenerate(overlap_scoring=True),
     }
     print(

@@ -1,7 +1,8 @@
 """What one RL step learns from its batch, after collection:
 
     prepare — reward shaping, reference and sampling-policy log-probs, per-token rewards, critic values and
-              advantages (no gradients), returned as a new batch
+              advantages (no gradients), returned as a new batch; the sampling policy's log-probs are the
+              rollout engine's own where it vouches for them (`reused_logprobs`), else one more forward
     update  — algo.update_epochs × algo.minibatches optimiser steps over the batch; each step accumulates the
               gradients of its micro-batches (algo.micro_batch_size sequences, or an algo.micro_batch_tokens
               budget) and is skipped, leaving weights and optimiser state untouched, when its loss or gradient
@@ -71,16 +72,36 @@ class NonFiniteGuard:
 
 
 def needs_old_logp(algo) -> bool:
-    """The sampling policy's log-probs need their own forward unless the only update is on the sampling
-    policy itself (one epoch, one minibatch: its own detached log-probs are the old ones) and no KL sits in the
-    reward."""
+    """The sampling policy's log-probs are needed (the rollout engine's, or else a forward) unless the only
+    update is on the sampling policy itself (one epoch, one minibatch: its own detached log-probs are the old
+    ones) and no KL sits in the reward."""
     return algo.update_epochs * algo.minibatches > 1 or (algo.uses_reference and algo.kl.in_reward)
+
+
+def reused_logprobs(batch: RolloutBatch, temperature: float) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """The rollout engine's (log-probs, entropies) [N, T] of the sampled tokens, to stand for the sampling
+    policy's forward: present only where the engine found them equal to that forward to float rounding
+    (rlx.rollout.engine.exact) and taken at the update's temperature. The batch must come from the policy being
+    updated, at its current weights (RLModule.training_step prepares right after collecting). None: run the
+    forward."""
+    if batch.sampling_logp is None or batch.sampling_entropy is None:
+        return None
+    if batch.sampling_temperature != temperature:
+        log.warning(
+            "the rollout's log-probs are at temperature %s, the update's at algo.temperature=%s: running the "
+            "sampling policy's forward instead of reusing them",
+            batch.sampling_temperature,
+            temperature,
+        )
+        return None
+    return batch.sampling_logp, batch.sampling_entropy
 
 
 @torch.no_grad()
 def prepare(batch: RolloutBatch, algo, advantage, policy, reference, critic) -> tuple[RolloutBatch, dict]:
     """The batch with sample_mask, scores, ref_logp, old_logp, token_rewards, values, advantages and returns
-    filled in, and the sampling policy's entropy (policy/entropy) when its forward ran here."""
+    filled in, and the sampling policy's entropy (policy/entropy) when old_logp is set here (from the rollout
+    engine's decode log-probs, or else a forward of `policy`)."""
     scores, sample_mask = algo.shaping(batch)  # [N], [N] clipped / length-penalised; overlong-filtered
     scores = torch.where(sample_mask, scores, torch.zeros_like(scores))  # [N]
     args = (batch.input_ids, batch.attention_mask, batch.response_width, algo.temperature, algo.micro_batch_size)
@@ -92,7 +113,10 @@ def prepare(batch: RolloutBatch, algo, advantage, policy, reference, critic) -> 
             ref_logp = sequence_logprobs(ref_model, *args, **chunks)  # [N, T]
     mask = batch.response_mask.float() * sample_mask[:, None]  # [N, T]
     if needs_old_logp(algo):
-        old_logp, entropy = sequence_logprobs(policy, *args, **chunks, with_entropy=True)  # [N, T] each
+        reused = reused_logprobs(batch, algo.temperature)
+        old_logp, entropy = (
+            reused if reused is not None else sequence_logprobs(policy, *args, **chunks, with_entropy=True)
+        )  # [N, T] each
         metrics["policy/entropy"] = (entropy * global_weights(World.current(), token_mean, mask)).sum()
     kl = algo.kl(old_logp, ref_logp) if algo.uses_reference and algo.kl.in_reward else None  # [N, T]
     token_rewards = per_token_rewards(scores, batch.response_mask, kl, algo.beta)  # [N, T]

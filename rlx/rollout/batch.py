@@ -35,10 +35,14 @@ class RolloutBatch:
     token_rewards: Tensor | None = None  # [N, T] score at the last token, minus a per-token KL penalty if any
     advantages: Tensor | None = None  # [N, T]
     returns: Tensor | None = None  # [N, T] value targets (critic only)
-    # (perf) The rollout engine's own log-probs of the sampled tokens, from its decode logits at the sampling
-    # temperature, 0 off the response mask; None from rollout=hf. Equal to sequence_logprobs of the sampling
-    # policy to 1e-5 (tests/rollout/test_engine.py), so usable as old_logp without a second forward.
+    # (perf) The rollout engine's own log-probs of the sampled tokens and the entropies of the distributions
+    # they were drawn from, from its decode logits at `sampling_temperature`, 0 off the response mask. Set only
+    # where they equal the trainer's forward of the sampling policy to float rounding (Generation.reusable;
+    # tests/rollout/test_engine.py pins 1e-5), so rlx.update.prepare uses them as old_logp and policy/entropy
+    # without that forward; None from rollout=hf, under reduced precision or with rollout.reuse_logprobs=false.
     sampling_logp: Tensor | None = None  # [N, T]
+    sampling_entropy: Tensor | None = None  # [N, T]
+    sampling_temperature: float | None = None
 
     @property
     def response_width(self) -> int:
@@ -98,6 +102,8 @@ def concat(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
             statuses=b.statuses,
             components=b.components,
             sampling_logp=None if b.sampling_logp is None else pad(b.sampling_logp, 0, right, 0.0),  # (perf)
+            sampling_entropy=None if b.sampling_entropy is None else pad(b.sampling_entropy, 0, right, 0.0),
+            sampling_temperature=b.sampling_temperature,
         )
         offset += int(b.group_index.max()) + 1 if len(b.group_index) else 0
         parts.append(rb)
@@ -113,9 +119,20 @@ def concat(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
         completions=[c for p in parts for c in p.completions],
         statuses=[s for p in parts for s in p.statuses],
         components={k: torch.cat([p.components[k] for p in parts]) for k in parts[0].components},
-        sampling_logp=(
-            torch.cat([p.sampling_logp for p in parts if p.sampling_logp is not None])  # [N, T] when every part
-            if all(p.sampling_logp is not None for p in parts)  # has them
-            else None
-        ),
+        **reusable_logprobs(parts),
     )
+
+
+def reusable_logprobs(parts: list[RolloutBatch]) -> dict:
+    """(perf) The joined sampling_logp / sampling_entropy [N, T] when every part has them at one temperature,
+    else none (prepare then runs its forward)."""
+    temperatures = {p.sampling_temperature for p in parts}
+    logps = [p.sampling_logp for p in parts if p.sampling_logp is not None]
+    entropies = [p.sampling_entropy for p in parts if p.sampling_entropy is not None]
+    if len(temperatures) != 1 or len(logps) < len(parts) or len(entropies) < len(parts):
+        return {}
+    return {
+        "sampling_logp": torch.cat(logps),  # [N, T]
+        "sampling_entropy": torch.cat(entropies),  # [N, T]
+        "sampling_temperature": temperatures.pop(),
+    }

@@ -111,7 +111,10 @@ def to_batch(
         completions=gen.texts,
         statuses=[v.status.value for v in verdicts],
         components={n: torch.tensor([float(v.components.get(n, 0.0)) for v in verdicts], device=device) for n in names},
-        sampling_logp=gen.logprobs,
+        # (perf) the engine's log-probs, where the update may take them for its forward (Generation.reusable)
+        sampling_logp=gen.logprobs if gen.reusable else None,
+        sampling_entropy=gen.entropy if gen.reusable else None,
+        sampling_temperature=gen.temperature if gen.reusable else None,
     )
 
 

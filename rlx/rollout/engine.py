@@ -13,10 +13,11 @@ Sampling draws from HF's distribution, softmax(logits / temperature) in float32 
 no other logits processor (argmax for greedy decoding), by inverse-CDF sampling instead of HF's
 `torch.multinomial` (rlx.rollout.sampling: the same distribution at a fraction of the cost on a large
 vocabulary). Each sampled token's log-probability log softmax(logits / temperature)[token] is kept from the
-same logits (`Generation.logprobs`): the log-prob under the distribution the token was drawn from. Positions
-are cumsum(attention_mask) − 1, as in the trainer's forward
-(rlx.rollout.logprobs.sequence_logprobs), so these log-probs equal the trainer's to float rounding
-(tests/rollout/test_engine.py pins 1e-5).
+same logits (`Generation.logprobs`): the log-prob under the distribution the token was drawn from, with that
+distribution's entropy (`Generation.entropy`). Positions are cumsum(attention_mask) − 1, as in the trainer's
+forward (rlx.rollout.logprobs.sequence_logprobs), so these equal the trainer's to float rounding
+(tests/rollout/test_engine.py pins 1e-5), and the update uses them as the sampling policy's old log-probs
+instead of running that forward again (`reuse_logprobs`, rlx.update.prepare).
 
 Models: any transformers causal LM whose forward takes `cache=`/`past_key_values=` (a `Cache`),
 `attention_mask`, `position_ids` and `logits_to_keep` (Llama, Qwen2, Mistral, Gemma, ...: transformers 5).
@@ -33,7 +34,7 @@ import torch
 from torch import Tensor
 
 from rlx.rollout.cache import SlotCache
-from rlx.rollout.sampling import sample_tokens
+from rlx.rollout.sampling import sample_tokens, workspace
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,10 @@ class Generation:
     texts: list[str]  # completions up to (not including) eos
     logprobs: Tensor | None = None  # [N, T] float32 log π(y_t) at the sampling temperature, 0 off the mask;
     #                                 None where the engine does not report them (rollout=hf)
+    entropy: Tensor | None = None  # [N, T] float32 entropy of the distribution y_t was drawn from, 0 off the mask
+    temperature: float | None = None  # the temperature of `logprobs` and `entropy`
+    reusable: bool = False  # the update may take logprobs and entropy for the trainer's forward of the sampling
+    #                         model (`RolloutEngine.reuse_logprobs`): they equal it to float rounding
 
     @property
     def response_width(self) -> int:
@@ -112,12 +117,17 @@ class RolloutEngine:
         decode step is bound by kernel launches; on a CPU each of the ≤ log2(batch) + 1 shapes costs tens of
         seconds of compilation for a 10–20% faster step, so leave it off there.
     overlap_scoring: see `Generator`.
+    reuse_logprobs: mark the decode log-probs and entropies reusable as the update's old log-probs
+        (`Generation.reusable`; rlx.update.prepare then skips its forward of the sampling policy). Only where
+        they equal that forward to float rounding (`exact`): float32 logits (no bf16/fp16 weights, no
+        autocast, no float64 exactness runs, whose forward keeps float64) and every module in eval mode (no
+        dropout). Elsewhere, or when false, prepare runs the forward as for rollout=hf.
     """
 
     backend = "inductor"  # torch.compile's backend (tests swap in a counting one)
 
-    def __init__(self, compile: bool, overlap_scoring: bool) -> None:
-        self.compile, self.overlap_scoring = compile, overlap_scoring
+    def __init__(self, compile: bool, overlap_scoring: bool, reuse_logprobs: bool) -> None:
+        self.compile, self.overlap_scoring, self.reuse_logprobs = compile, overlap_scoring, reuse_logprobs
         self._compiled: dict[int, object] = {}
 
     def forward_fn(self, model):
@@ -144,8 +154,18 @@ class RolloutEngine:
     ) -> Generation:
         with torch.inference_mode():  # ~5% faster than no_grad; the outputs are cloned out of it for autograd
             out = self.sample(model, tokenizer, prompts, max_new_tokens, temperature, greedy, repeats)
-        ids, attention, response, truncated, texts, logprobs = out
-        return Generation(ids.clone(), attention.clone(), response.clone(), truncated.clone(), texts, logprobs.clone())
+        ids, attention, response, truncated, texts, logprobs, entropy, logits_dtype = out
+        return Generation(
+            ids.clone(),
+            attention.clone(),
+            response.clone(),
+            truncated.clone(),
+            texts,
+            logprobs.clone(),
+            entropy.clone(),
+            temperature,
+            self.reuse_logprobs and exact(model, logits_dtype),
+        )
 
     def sample(
         self, model, tokenizer, prompts: list[str], max_new_tokens: int, temperature: float, greedy: bool, repeats: int
@@ -176,6 +196,7 @@ class RolloutEngine:
         cache = SlotCache(layers, n, width_p + max_new_tokens, static=self.compile, device=device)
         cache.fill_from(prefill, repeats)
         del prefill
+        logits_dtype = out.logits.dtype
         logits = out.logits[:, -1].repeat_interleave(repeats, dim=0)  # [N, V]
 
         slot_row = torch.arange(n, device=device)  # [S] which output row each live slot generates
@@ -185,13 +206,16 @@ class RolloutEngine:
         slot_mask[:, :width_p] = mask.repeat_interleave(repeats, dim=0)
         tokens = torch.full((n, max_new_tokens), pad_id, dtype=ids.dtype, device=device)  # [N, T]
         logps = torch.zeros(n, max_new_tokens, dtype=torch.float32, device=device)  # [N, T]
+        entropies = torch.zeros(n, max_new_tokens, dtype=torch.float32, device=device)  # [N, T]
         forward = self.forward_fn(model)
+        buffers = workspace(n, logits.shape[-1], device)  # the sampler's [N, V] scratch, reused every step
         steps = 0
         for t in range(max_new_tokens):
-            token, logp = sample_tokens(logits, temperature, greedy)  # [n], [n]
+            token, logp, entropy = sample_tokens(logits, temperature, greedy, out=buffers)  # [n] each
             live = cache.rows
             tokens[slot_row[:live], t] = token
             logps[slot_row[:live], t] = logp
+            entropies[slot_row[:live], t] = entropy
             slot_token[:live] = token
             steps = t + 1
             if t == max_new_tokens - 1:
@@ -237,4 +261,14 @@ class RolloutEngine:
             truncated,
             decode_texts(tokenizer, response, response_mask),
             logps[:, :steps] * response_mask,
+            entropies[:, :steps] * response_mask,
+            logits_dtype,
         )
+
+
+def exact(model, logits_dtype: torch.dtype) -> bool:
+    """Whether the decode log-probs equal the trainer's forward of `model` to float rounding: the model gave
+    float32 logits (bf16/fp16 weights, autocast or a mixed-precision wrapper give reduced-precision ones, whose
+    rounding differs between a decode step and a full forward; float64 ones are rounded to float32 here) and
+    no module is in train mode (dropout draws differently in the two)."""
+    return logits_dtype == torch.float32 and not any(m.training for m in model.modules())

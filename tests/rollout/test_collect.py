@@ -47,6 +47,9 @@ class FakeEngine:
             torch.zeros(n, dtype=torch.bool),
             [str(int(t)) for t in response[:, 0]],
             -torch.ones(n, width) * mask,
+            2 * torch.ones(n, width) * mask,
+            temperature,
+            reusable=True,
         )
 
 
@@ -93,6 +96,8 @@ def test_chunked_collect_builds_the_unchunked_batch():
     assert torch.equal(chunked.rewards, whole.rewards) and torch.equal(chunked.components["even"], whole.rewards)
     assert chunked.sampling_logp.shape == chunked.response_mask.shape  # padded to the widest chunk
     assert torch.equal(chunked.sampling_logp, -chunked.response_mask.float())
+    assert torch.equal(chunked.sampling_entropy, 2 * chunked.response_mask.float())
+    assert chunked.sampling_temperature == 1.0
 
 
 def test_a_broken_chunk_is_infra_and_the_others_keep_their_components():

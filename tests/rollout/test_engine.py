@@ -19,7 +19,9 @@ from .conftest import PROMPTS
 
 def test_greedy_matches_hf_generate(model_and_tokenizer):
     model, tok = model_and_tokenizer
-    mine = RolloutEngine(compile=False, overlap_scoring=True)(model, tok, PROMPTS, 8, 1.0, greedy=True, repeats=2)
+    mine = RolloutEngine(compile=False, overlap_scoring=True, reuse_logprobs=True)(
+        model, tok, PROMPTS, 8, 1.0, greedy=True, repeats=2
+    )
     theirs = HFGenerate(overlap_scoring=True)(model, tok, PROMPTS, 8, 1.0, greedy=True, repeats=2)
     assert torch.equal(mine.input_ids, theirs.input_ids)
     assert torch.equal(mine.attention_mask, theirs.attention_mask)
@@ -33,21 +35,28 @@ def test_greedy_matches_hf_generate(model_and_tokenizer):
 def test_decode_logprobs_equal_the_trainers_forward(model_and_tokenizer, temperature):
     model, tok = model_and_tokenizer
     torch.manual_seed(0)
-    gen = RolloutEngine(compile=False, overlap_scoring=True)(
+    gen = RolloutEngine(compile=False, overlap_scoring=True, reuse_logprobs=True)(
         model, tok, PROMPTS, 12, temperature, greedy=False, repeats=4
     )
     assert gen.input_ids.shape[0] == 16 and gen.logprobs.shape == gen.response_mask.shape
-    trainer = sequence_logprobs(model, gen.input_ids, gen.attention_mask, gen.response_width, temperature, None)
+    trainer, entropy = sequence_logprobs(
+        model, gen.input_ids, gen.attention_mask, gen.response_width, temperature, None, with_entropy=True
+    )
     mask = gen.response_mask.bool()
-    assert (gen.logprobs[~mask] == 0).all()
+    assert (gen.logprobs[~mask] == 0).all() and (gen.entropy[~mask] == 0).all()
     assert torch.allclose(gen.logprobs[mask], trainer[mask].detach(), atol=1e-5, rtol=0)
     assert (gen.logprobs[mask] < 0).all()
+    assert torch.allclose(gen.entropy[mask], entropy[mask], atol=1e-5, rtol=0)  # the distribution's entropy
+    assert (gen.entropy[mask] > 0.1).all() and gen.entropy[mask].std() > 0.01  # not a constant
+    assert gen.reusable and gen.temperature == temperature
 
 
 def test_layout_matches_the_rollout_batch_contract(llama):
     model, tok = llama
     torch.manual_seed(1)
-    gen = RolloutEngine(compile=False, overlap_scoring=True)(model, tok, PROMPTS, 6, 1.0, greedy=False, repeats=3)
+    gen = RolloutEngine(compile=False, overlap_scoring=True, reuse_logprobs=True)(
+        model, tok, PROMPTS, 6, 1.0, greedy=False, repeats=3
+    )
     width_p = gen.input_ids.shape[1] - gen.response_width
     enc = tok(PROMPTS, padding=True, add_special_tokens=False, return_tensors="pt")
     assert torch.equal(gen.input_ids[:, :width_p], enc["input_ids"].repeat_interleave(3, 0))  # rows k·G .. k·G+G−1
@@ -68,13 +77,13 @@ def test_one_prefill_per_prompt_and_finished_rows_leave(llama, monkeypatch):
     eos, other = tok.eos_token_id, tok.convert_tokens_to_ids("x")
     sample, script, step = engine_module.sample_tokens, {1: [0, 5, 6], 2: [3]}, [0]
 
-    def scripted(logits, temperature, greedy):
-        token, _ = sample(logits, temperature, greedy)
+    def scripted(logits, temperature, greedy, out=None):
+        token, _, entropy = sample(logits, temperature, greedy, out)
         token[token == eos] = other
         token[script.get(step[0], [])] = eos
         step[0] += 1
         scores = logits.float() / temperature  # the log-prob of the token actually emitted
-        return token, scores.gather(-1, token[:, None]).squeeze(-1) - torch.logsumexp(scores, -1)
+        return token, scores.gather(-1, token[:, None]).squeeze(-1) - torch.logsumexp(scores, -1), entropy
 
     calls = []
     forward = type(model).forward
@@ -87,7 +96,9 @@ def test_one_prefill_per_prompt_and_finished_rows_leave(llama, monkeypatch):
     monkeypatch.setattr(engine_module, "sample_tokens", scripted)
     monkeypatch.setattr(type(model), "forward", recorded)
     torch.manual_seed(2)
-    gen = RolloutEngine(compile=False, overlap_scoring=True)(model, tok, PROMPTS, 6, 1.0, greedy=False, repeats=3)
+    gen = RolloutEngine(compile=False, overlap_scoring=True, reuse_logprobs=True)(
+        model, tok, PROMPTS, 6, 1.0, greedy=False, repeats=3
+    )
     width_p = gen.input_ids.shape[1] - gen.response_width
     assert calls[0] == (4, width_p)  # the prefill: 4 distinct prompts, not 12 copies
     assert [batch for batch, _ in calls[1:]] == [12, 9, 8, 8, 8]  # decode batches shrink as rows finish
@@ -103,7 +114,9 @@ def test_one_prefill_per_prompt_and_finished_rows_leave(llama, monkeypatch):
 def test_empty_prompt_is_refused(llama):
     model, tok = llama
     with pytest.raises(ValueError, match="at least one token"):
-        RolloutEngine(compile=False, overlap_scoring=True)(model, tok, ["1+1=", ""], 4, 1.0, greedy=False)
+        RolloutEngine(compile=False, overlap_scoring=True, reuse_logprobs=True)(
+            model, tok, ["1+1=", ""], 4, 1.0, greedy=False
+        )
 
 
 def test_compiled_decode_step_traces_one_graph_per_batch_bucket(llama, monkeypatch):
@@ -119,20 +132,22 @@ def test_compiled_decode_step_traces_one_graph_per_batch_bucket(llama, monkeypat
 
     eos, sample, script, step = tok.eos_token_id, engine_module.sample_tokens, {2: [0, 1, 2, 3, 4]}, [0]
 
-    def scripted(logits, temperature, greedy):  # 12 rows, 5 finish at step 2: buckets 12 then 7 → 8
-        token, _ = sample(logits, temperature, greedy)
+    def scripted(logits, temperature, greedy, out=None):  # 12 rows, 5 finish at step 2: buckets 12 then 7 → 8
+        token, _, entropy = sample(logits, temperature, greedy, out)
         token[token == eos] = tok.convert_tokens_to_ids("x")
         token[script.get(step[0], [])] = eos
         step[0] += 1
         scores = logits.float() / temperature
-        return token, scores.gather(-1, token[:, None]).squeeze(-1) - torch.logsumexp(scores, -1)
+        return token, scores.gather(-1, token[:, None]).squeeze(-1) - torch.logsumexp(scores, -1), entropy
 
     monkeypatch.setattr(engine_module, "sample_tokens", scripted)
-    compiled = RolloutEngine(compile=True, overlap_scoring=True)
+    compiled = RolloutEngine(compile=True, overlap_scoring=True, reuse_logprobs=True)
     compiled.backend = counting_backend
     out = compiled(model, tok, PROMPTS, 6, 1.0, greedy=True, repeats=3)
     assert len(graphs) == 2  # batch 12 (steps 1–2), then bucket 8 (steps 3–5): no graph per step
     step[0] = 0
-    eager = RolloutEngine(compile=False, overlap_scoring=True)(model, tok, PROMPTS, 6, 1.0, greedy=True, repeats=3)
+    eager = RolloutEngine(compile=False, overlap_scoring=True, reuse_logprobs=True)(
+        model, tok, PROMPTS, 6, 1.0, greedy=True, repeats=3
+    )
     assert torch.equal(out.input_ids, eager.input_ids) and torch.equal(out.response_mask, eager.response_mask)
     assert torch.allclose(out.logprobs, eager.logprobs, atol=1e-5, rtol=0)

@@ -30,7 +30,9 @@ def logp_and_grad(model, logits_fn, gen):
 def test_shared_prefix_forward_equals_the_full_forward_in_value_and_gradient(model_and_tokenizer):
     model, tok = model_and_tokenizer
     torch.manual_seed(0)
-    gen = RolloutEngine(compile=False, overlap_scoring=True)(model, tok, PROMPTS, 5, 1.0, greedy=False, repeats=3)
+    gen = RolloutEngine(compile=False, overlap_scoring=True, reuse_logprobs=True)(
+        model, tok, PROMPTS, 5, 1.0, greedy=False, repeats=3
+    )
     # float32: HF's RMSNorm computes in float32 whatever the parameters' dtype, so float64 buys nothing
     model = copy.deepcopy(model).train()
     full, full_grad = logp_and_grad(model, plain_logits, gen)
@@ -52,7 +54,9 @@ def shared_prefix_logits_detached(model, ids, mask, width):
 
 def test_rows_without_shared_prompts_take_one_plain_forward(llama):
     model, tok = llama
-    gen = RolloutEngine(compile=False, overlap_scoring=True)(model, tok, PROMPTS, 3, 1.0, greedy=True, repeats=1)
+    gen = RolloutEngine(compile=False, overlap_scoring=True, reuse_logprobs=True)(
+        model, tok, PROMPTS, 3, 1.0, greedy=True, repeats=1
+    )
     calls = []
     handle = model.register_forward_pre_hook(
         lambda module, args, kwargs: calls.append(kwargs["input_ids"].shape), with_kwargs=True
@@ -70,7 +74,9 @@ def test_rows_without_shared_prompts_take_one_plain_forward(llama):
 @pytest.mark.parametrize("case", ["activation_checkpointing", "float64"])
 def test_checkpointing_and_float64_take_one_plain_forward(llama, case):
     model, tok = llama
-    gen = RolloutEngine(compile=False, overlap_scoring=True)(model, tok, PROMPTS, 3, 1.0, greedy=True, repeats=2)
+    gen = RolloutEngine(compile=False, overlap_scoring=True, reuse_logprobs=True)(
+        model, tok, PROMPTS, 3, 1.0, greedy=True, repeats=2
+    )
     model = copy.deepcopy(model).train()
     if case == "float64":
         model.double()
