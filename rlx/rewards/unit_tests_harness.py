@@ -9,10 +9,9 @@ so atexit hooks never run.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from rlx.rewards.sandbox.guard import install_guard
 from rlx.rewards.sandbox.records import CallOutcome, Event
+from rlx.rewards.sandbox.runner import Recorder
 from rlx.rewards.sandbox.values import Unencodable, encode
 
 
@@ -23,28 +22,28 @@ def _name(error: BaseException) -> str:
         return "?"
 
 
-def run(payload: dict, emit: Callable[[dict], None]) -> None:
+def run(payload: dict, recorder: Recorder) -> None:
     if payload["guard"]:  # off only in tests that show the OS layers contain a candidate on their own
-        install_guard(emit, allow_processes=False, allow_ctypes=False)
+        install_guard(recorder.alarm, allow_processes=False, allow_ctypes=False)
     namespace: dict = {"__name__": "__candidate__"}
     try:
         exec(compile(payload["code"], "<candidate>", "exec"), namespace)
     except MemoryError:
-        emit(Event("oom").to_json())
+        recorder.add(Event("oom").to_json())
         return
     except BaseException as err:  # noqa: BLE001 - SystemExit included: exiting early loads nothing
-        emit(Event("load_error", error=_name(err)).to_json())
+        recorder.add(Event("load_error", error=_name(err)).to_json())
         return
-    emit(Event("loaded").to_json())
+    recorder.add(Event("loaded").to_json())
     for index, call in enumerate(payload["calls"]):
         try:
             outcome = CallOutcome(index, value=encode(eval(call, namespace)))
         except MemoryError:
-            emit(Event("oom").to_json())
+            recorder.add(Event("oom").to_json())
             return
         except Unencodable as err:
             outcome = CallOutcome(index, error="Unencodable", detail=str(err))
         except BaseException as err:  # noqa: BLE001
             outcome = CallOutcome(index, error=_name(err))
-        emit(outcome.to_json())
-    emit(Event("done").to_json())
+        recorder.add(outcome.to_json())
+    recorder.add(Event("done").to_json())

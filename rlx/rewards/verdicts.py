@@ -1,7 +1,8 @@
 """Turning a sandbox run's raw facts into a status, shared by the unit-test and kernel rewards.
 
 Order matters and is deliberate: the sandbox breaking (INFRA) is checked first and is never a score; then
-an explicit violation (the audit tripwire, an output/file-size cap) beats everything else, because a
+an explicit violation (the audit tripwire, an output/file-size cap; a tripwire mark counts even outside the
+harness's final block, since it can only accuse the run) beats everything else, because a
 candidate that tried to cheat earns nothing even if some tests happened to pass; then resource deaths.
 """
 
@@ -20,7 +21,7 @@ def run_status(result: RunResult) -> tuple[Status | None, str]:
     if result.infra is not None:
         return Status.INFRA, result.infra
     marks = events(result.records)
-    violations = [e for e in marks if e.kind == "violation"]
+    violations = [e for e in marks + events(result.stray) if e.kind == "violation"]  # a stray one only accuses
     if violations:
         return Status.VIOLATION, f"blocked {violations[0].what}"
     if result.overflow:
@@ -36,6 +37,8 @@ def run_status(result: RunResult) -> tuple[Status | None, str]:
         return Status.OOM, "killed by SIGKILL (the kernel's OOM killer) outside the wall clock"
     if result.signal in CRASH_SIGNALS:
         return Status.CRASH, f"killed by {signal.Signals(result.signal).name}"
+    if not result.sealed:
+        return Status.CRASH, f"the harness's final block never came (exit code {result.exit_code})"
     load_errors = [e for e in marks if e.kind == "load_error"]
     if load_errors:
         error = load_errors[0].error

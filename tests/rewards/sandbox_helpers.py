@@ -32,11 +32,14 @@ def processes_of(uids: list[int]) -> list[int]:
     return found
 
 
-def clean_run(records: list[dict], bad_records: int = 0) -> RunResult:
-    """A run that exited 0 within its limits (0.2 s wall, 0.1 s of a 5 s CPU limit) and wrote `records`."""
+def clean_run(records: list[dict], bad_records: int = 0, stray: tuple[dict, ...] = ()) -> RunResult:
+    """A run that exited 0 within its limits (0.2 s wall, 0.1 s of a 5 s CPU limit) and sealed `records` as
+    its final block (`stray`: lines outside it)."""
     return RunResult(
         infra=None,
         records=tuple(records),
+        sealed=True,
+        stray=stray,
         bad_records=bad_records,
         exit_code=0,
         signal=None,

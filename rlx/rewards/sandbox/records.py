@@ -4,12 +4,15 @@
 broke; the supervisor (rlx.rewards.sandbox.runner) builds it, it crosses the server's pipe as JSON and the
 pool hands it to the rewards, whose `decide` functions and `rlx.rewards.verdicts.run_status` read it.
 
-A harness runs in the candidate's process and writes one JSON object per line to the record pipe
-(rlx.rewards.sandbox.runner); the trainer reads them back in the sandbox result's `records`. Producers build
-these dataclasses and emit `to_json()`; consumers read a received dict with `parse()`, which returns None for
-anything without the record's shape: the candidate can write to the pipe too, so a record may be forged or
-broken, and such a record is ignored, never an exception in the trainer (a forged one still has to carry the
-right value to count: the expected values never enter the sandbox).
+A harness runs in the candidate's process and hands its records to a `Recorder` (rlx.rewards.sandbox.runner)
+that keeps them until the harness is done and then writes them as ONE final block, a JSON line
+`{"final": <nonce>, "records": [...]}`; the nonce is drawn by the supervisor per run and exists in the candidate's
+process only inside the recorder, which candidate code cannot reach (the audit tripwire refuses the
+introspection that would: frames, gc, tracing, signal handlers, ctypes on CPU). The supervisor keeps only that
+block as the result's `records`; every other line the pipe carried (the candidate can write to it: it is an fd
+in its process) is `stray` and untrusted: only its violation events count, since they only accuse the run.
+Producers build these dataclasses and emit `to_json()`; consumers read a received dict with `parse()`, which
+returns None for anything without the record's shape, never an exception in the trainer.
 
 Wire format: an event is `{"event": kind, ...}`, a unit-test outcome `{"test": index, ...}`, a kernel trial
 `{"trial": index, ...}`, the kernel harness's timing `{"event": "timing", "ms" | "error", "refused"}` (an
@@ -172,13 +175,18 @@ class RunResult:
     """One sandboxed run, as the supervisor saw it (it decides nothing: the trusted reward does).
 
     infra: None for a run that happened; else why the sandbox broke (the sample is INFRA, not the candidate's
-    fault), and the other fields are empty. records: the harness's records as received (read them with the
-    record types above). exit_code: the candidate's status when it exited (None when a signal killed it or
-    on INFRA); signal: the signal that killed it, else None. timed_out: the wall clock ran out; overflow: the
-    record channel went over its cap. output_tail: the end of the candidate's stdout and stderr."""
+    fault), and the other fields are empty. records: the harness's final block (read them with the record
+    types above); sealed: that block arrived (False: the process ended before the harness finished, or
+    candidate code broke the record pipe; `records` is then empty); stray: the well-formed lines outside the
+    block, untrusted (the tripwire's early violation marks, or the candidate's forgeries). exit_code: the
+    candidate's status when it exited (None when a signal killed it or on INFRA); signal: the signal that
+    killed it, else None. timed_out: the wall clock ran out; overflow: the record channel went over its cap.
+    output_tail: the end of the candidate's stdout and stderr."""
 
     infra: str | None
     records: tuple[dict, ...]
+    sealed: bool
+    stray: tuple[dict, ...]
     bad_records: int
     exit_code: int | None
     signal: int | None
@@ -193,12 +201,26 @@ class RunResult:
     @classmethod
     def broken(cls, why: str, wall_s: float = 0.0) -> RunResult:
         """The result of a run the sandbox could not carry out (`why`), after `wall_s` seconds."""
-        return cls(why, (), 0, None, None, False, False, wall_s, 0.0, 0.0, 0.0, "")
+        return cls(why, (), False, (), 0, None, None, False, False, wall_s, 0.0, 0.0, 0.0, "")
 
     def to_json(self) -> dict:
-        return {**asdict(self), "records": list(self.records)}
+        return {**asdict(self), "records": list(self.records), "stray": list(self.stray)}
 
     @classmethod
     def from_json(cls, data: dict) -> RunResult:
         """Raises TypeError or KeyError when `data` is not a result (the caller turns that into INFRA)."""
-        return cls(**{**data, "records": tuple(data["records"])})
+        return cls(**{**data, "records": tuple(data["records"]), "stray": tuple(data["stray"])})
+
+
+def final_block(lines: Iterable[dict], nonce: str) -> tuple[tuple[dict, ...] | None, tuple[dict, ...]]:
+    """(the records of the one final block carrying `nonce`, or None when there is not exactly one; every
+    other line). A block whose records are not all objects counts as absent."""
+    blocks, stray = [], []
+    for line in lines:
+        if line.get("final") == nonce and isinstance(line.get("records"), list):
+            blocks.append(line["records"])
+        else:
+            stray.append(line)
+    if len(blocks) != 1 or not all(isinstance(r, dict) for r in blocks[0]):
+        return None, tuple(stray)
+    return tuple(blocks[0]), tuple(stray)

@@ -7,9 +7,11 @@
 Why three levels: C must stay outside the new PID namespace to enforce the wall clock (it kills G, and
 the kernel then kills every process left in the namespace, detached grandchildren included). G exists
 because PID 1 ignores default-action signals such as SIGXCPU, so the candidate must not be PID 1.
-The harness inside H writes JSON-line records to a pipe that C reads (capped); C never runs candidate
-code and decides nothing: it reports exit status, timing and records (a RunResult,
-rlx.rewards.sandbox.records), and the trusted reward, in the trainer process, turns them into a verdict.
+The harness inside H hands its records to a `Recorder`, which writes them to a pipe that C reads (capped)
+as one final block stamped with a nonce C drew for this run, once the harness returned (no candidate code is
+left to call); C keeps only that block as the records (rlx.rewards.sandbox.records explains why a forged
+line cannot pass for it). C never runs candidate code and decides nothing: it reports exit status, timing
+and records (a RunResult), and the trusted reward, in the trainer process, turns them into a verdict.
 Exit code 0 means nothing.
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import select
 import signal
 import time
@@ -30,26 +33,49 @@ from rlx.rewards.sandbox.isolation import (
     private_filesystem,
     unshare_namespaces,
 )
-from rlx.rewards.sandbox.records import RunResult
+from rlx.rewards.sandbox.records import RunResult, final_block
 
-Harness = Callable[[dict, Callable[[dict], None]], None]
 WORK_DIR = "/tmp/work"
 STDIO_DIR = "/tmp/.stdio"  # root-only: the candidate cannot reach its own output file by path
 OUTPUT_TAIL = 2000
 
 
-def record_writer(fd: int) -> Callable[[dict], None]:
-    """JSON-line writer on the record pipe; writes loop over partial writes so records never interleave."""
-
-    def emit(record: dict) -> None:
-        data = (json.dumps(record) + "\n").encode()
-        while data:
-            data = data[os.write(fd, data) :]
-
-    return emit
+def _write(fd: int, data: bytes) -> None:
+    while data:
+        data = data[os.write(fd, data) :]
 
 
-def _candidate(harness: Harness, payload: dict, limits: Limits, uid: int, env: dict, record_fd: int) -> None:
+class Recorder:
+    """The harness's side of the record pipe. `add` keeps a record (encoded now, while candidate code may still
+    run: a hostile dict subclass runs its methods here, not during `seal`); `alarm` also writes it at once as a
+    stray line (the tripwire's mark survives a crash that loses the block); `seal` writes the one final block.
+
+    Candidate code shares this process but holds no reference to a recorder: it lives in the runner's and the
+    harness's frames and the tripwire's closure, which the guard (rlx.rewards.sandbox.guard) keeps out of
+    reach, and so does the nonce that tells its block from a forgery."""
+
+    def __init__(self, fd: int, nonce: str) -> None:
+        self._fd, self._nonce = fd, nonce
+        self._lines: list[str] = []
+
+    def add(self, record: dict) -> None:
+        self._lines.append(json.dumps(record))
+
+    def alarm(self, record: dict) -> None:
+        self.add(record)
+        _write(self._fd, (json.dumps(record) + "\n").encode())
+
+    def seal(self) -> None:
+        block = '{"final": "' + self._nonce + '", "records": [' + ", ".join(self._lines) + "]}\n"
+        _write(self._fd, block.encode())
+
+
+Harness = Callable[[dict, Recorder], None]
+
+
+def _candidate(
+    harness: Harness, payload: dict, limits: Limits, uid: int, env: dict, record_fd: int, nonce: str
+) -> None:
     """H: becomes the unprivileged, limited candidate process and runs the harness; never returns."""
     try:
         os.setpgid(0, 0)
@@ -67,19 +93,21 @@ def _candidate(harness: Harness, payload: dict, limits: Limits, uid: int, env: d
         os.chdir(WORK_DIR)
         os.environ.clear()
         os.environ.update({"HOME": WORK_DIR, "TMPDIR": WORK_DIR, "PATH": "/usr/bin:/bin", **env})
-        harness(payload, record_writer(record_fd))
+        recorder = Recorder(record_fd, nonce)
+        harness(payload, recorder)
+        recorder.seal()  # after the harness returned: no candidate call is left in this process's program
     finally:
         os._exit(0)
 
 
-def _init(harness: Harness, payload: dict, limits: Limits, uid: int, env: dict, record_fd: int) -> None:
+def _init(harness: Harness, payload: dict, limits: Limits, uid: int, env: dict, record_fd: int, nonce: str) -> None:
     """G: PID 1 of the namespace; reaps orphans until the candidate exits, then exits with its status."""
     status = 255 << 8
     try:
         die_with_parent(0)  # the supervisor is outside this PID namespace: seen from here its pid is 0
         child = os.fork()
         if child == 0:
-            _candidate(harness, payload, limits, uid, env, record_fd)
+            _candidate(harness, payload, limits, uid, env, record_fd, nonce)
         os.close(record_fd)
         while True:
             pid, status = os.waitpid(-1, 0)
@@ -107,7 +135,7 @@ def _read_records(raw: bytes) -> tuple[list[dict], int]:
     return records, bad
 
 
-def _supervise(init_pid: int, record_fd: int, limits: Limits, start: float) -> RunResult:
+def _supervise(init_pid: int, record_fd: int, limits: Limits, start: float, nonce: str) -> RunResult:
     """C's loop: collect records under the cap until G exits or the wall clock runs out."""
     cap = limits.record_cap_kb * 1024
     raw, timed_out, overflow = bytearray(), False, False
@@ -145,11 +173,14 @@ def _supervise(init_pid: int, record_fd: int, limits: Limits, start: float) -> R
         if not chunk:
             break
         raw += chunk
-    records, bad = _read_records(bytes(raw[:cap]))
+    lines, bad = _read_records(bytes(raw[:cap]))
+    records, stray = final_block(lines, nonce)
     code = os.waitstatus_to_exitcode(status)
     return RunResult(
         infra=None,
-        records=tuple(records),
+        records=records or (),
+        sealed=records is not None,
+        stray=stray,
         bad_records=bad,
         exit_code=code if 0 <= code < 128 else None,
         signal=code - 128 if code >= 128 else (-code if code < 0 else None),
@@ -186,12 +217,13 @@ def supervisor(
         os.mkdir(WORK_DIR, 0o700)
         os.chown(WORK_DIR, uid, uid)
         record_r, record_w = os.pipe()
+        nonce = secrets.token_hex(16)
         init_pid = os.fork()
         if init_pid == 0:
             os.close(record_r)
-            _init(harness, payload, limits, uid, env, record_w)
+            _init(harness, payload, limits, uid, env, record_w, nonce)
         os.close(record_w)
-        result = _supervise(init_pid, record_r, limits, start)
+        result = _supervise(init_pid, record_r, limits, start, nonce)
     except BaseException as err:  # noqa: BLE001 - any failure here is the sandbox's, reported as INFRA
         result = RunResult.broken(f"{type(err).__name__}: {err}", wall_s=round(time.monotonic() - start, 4))
     try:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from rlx.rewards.sandbox.guard import install_guard
 from rlx.rewards.sandbox.records import Event, Timing, Trial
+from rlx.rewards.sandbox.runner import Recorder
 from rlx.rewards.triton.guards import ForwardGuard, canaries_intact, count_launches, padded
 from rlx.rewards.triton.tensors import encode_tensor
 
@@ -45,11 +46,11 @@ def _time_cuda(call: Callable[[], object], repeats: int) -> float:
     return statistics.median(times)
 
 
-def run(payload: dict, emit: Callable[[dict], None]) -> None:
+def run(payload: dict, recorder: Recorder) -> None:
     import torch
 
     device, candidate = payload["device"], payload["mode"] == "candidate"
-    install_guard(emit, allow_processes=device == "cuda", allow_ctypes=True)
+    install_guard(recorder.alarm, allow_processes=device == "cuda", allow_ctypes=device == "cuda")
     counter = [0]  # launches counted by the launch wrapper, with the block keywords of the first 8
     blocks: list[dict[str, int]] = []
     guard_box: list[ForwardGuard | None] = [None]  # the guard of the forward running now, if any
@@ -66,12 +67,12 @@ def run(payload: dict, emit: Callable[[dict], None]) -> None:
         if hasattr(model, "to"):
             model = model.to(device)
     except MemoryError:
-        emit(Event("oom").to_json())
+        recorder.add(Event("oom").to_json())
         return
     except BaseException as err:  # noqa: BLE001
-        emit(Event("load_error", error=_name(err).split(":")[0], detail=_name(err)).to_json())
+        recorder.add(Event("load_error", error=_name(err).split(":")[0], detail=_name(err)).to_json())
         return
-    emit(Event("loaded").to_json())
+    recorder.add(Event("loaded").to_json())
     for trial, seed in enumerate(payload["seeds"]):
         torch.manual_seed(seed)
         registry: list = []
@@ -96,7 +97,7 @@ def run(payload: dict, emit: Callable[[dict], None]) -> None:
             else:
                 error = f"forward returned {type(output).__name__}, not a tensor"
         except MemoryError:
-            emit(Event("oom").to_json())
+            recorder.add(Event("oom").to_json())
             return
         except BaseException as err:  # noqa: BLE001
             error = _name(err)
@@ -114,7 +115,7 @@ def run(payload: dict, emit: Callable[[dict], None]) -> None:
             canaries_ok=canaries_intact(registry),
             inputs_unchanged=unchanged,
         )
-        emit(record.to_json())
+        recorder.add(record.to_json())
     if payload["time"]:  # the reward asks for timing only on a GPU
         torch.manual_seed(payload["seeds"][0])
         inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in namespace["get_inputs"]()]
@@ -131,5 +132,5 @@ def run(payload: dict, emit: Callable[[dict], None]) -> None:
             timing = Timing(ms=_time_cuda(call, payload["time_repeats"]))
         except BaseException as err:  # noqa: BLE001  a forward that breaks only while timed earns no speedup
             timing = Timing(error=_name(err))
-        emit(dataclasses.replace(timing, refused=tuple(guard.refused) if guard else ()).to_json())
-    emit(Event("done").to_json())
+        recorder.add(dataclasses.replace(timing, refused=tuple(guard.refused) if guard else ()).to_json())
+    recorder.add(Event("done").to_json())
