@@ -3,13 +3,16 @@ record's shape (a candidate can write to the record pipe too) parses to None ins
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 from sandbox_helpers import clean_run
 
-from rlx.rewards.sandbox.records import CallOutcome, Event, RunResult, Timing, Trial, events
+from rlx.rewards.base import Status
+from rlx.rewards.sandbox.records import CallOutcome, Event, RunResult, Timing, Trial, events, final_block
 from rlx.rewards.sandbox.values import encode
+from rlx.rewards.verdicts import run_status
 
 
 @pytest.mark.parametrize(
@@ -89,3 +92,26 @@ def test_kernel_trial_and_timing_records_round_trip_and_forgeries_are_dropped():
     assert Timing.parse({"event": "timing", "ms": True, "refused": []}) == Timing()
     assert Timing.parse({"event": "timing", "ms": 1.0, "refused": "relu"}) is None
     assert Timing.parse({"event": "done"}) is None
+
+
+def test_only_the_one_block_with_the_runs_nonce_is_trusted():
+    nonce, loaded, forged = "ab" * 16, {"event": "loaded"}, {"trial": 0, "launches": 9}
+    violation = {"event": "violation", "what": "sys._getframe"}
+    block = {"final": nonce, "records": [loaded]}
+    # lines before and after the block, and a block under a guessed nonce, are stray
+    lines = [forged, {"final": "0" * 32, "records": [forged]}, block, violation]
+    assert final_block(lines, nonce) == ((loaded,), (forged, lines[1], violation))
+    assert final_block([forged], nonce) == (None, (forged,))  # the harness never sealed
+    assert final_block([block, block], nonce)[0] is None  # a second one means the nonce leaked: neither counts
+    assert final_block([{"final": nonce, "records": [loaded, 3]}], nonce)[0] is None
+    assert final_block([{"final": nonce, "records": "x"}], nonce)[0] is None
+
+
+def test_a_stray_violation_accuses_the_run_and_a_missing_block_is_a_crash():
+    loaded = {"event": "loaded"}
+    accused = clean_run([loaded], stray=({"event": "violation", "what": "gc.get_objects"},))
+    assert run_status(accused) == (Status.VIOLATION, "blocked gc.get_objects")
+    assert run_status(clean_run([loaded], stray=({"event": "load_error", "error": "SyntaxError"},))) == (None, "")
+    unsealed = dataclasses.replace(clean_run([]), sealed=False)
+    assert run_status(unsealed)[0] == Status.CRASH
+    assert run_status(dataclasses.replace(unsealed, timed_out=True))[0] == Status.TIMEOUT  # a cause wins

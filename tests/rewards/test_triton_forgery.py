@@ -130,27 +130,69 @@ CASES = {
 }
 
 
-@pytest.fixture(scope="module")
-def verdicts():
-    reward = TritonReward(
+# No forgery at all: the reference's answers computed at load time (torch is not guarded there) for the inputs
+# of guessed seeds, returned in trial order. It passes at a known seed (0 here), and fails at reward.seed=null,
+# the default, which draws the seeds secretly.
+PRECOMPUTED = (
+    "@triton.jit\ndef k(xp,o,n,B:tl.constexpr):\n pass\n"
+    + """
+_table = []
+for _s in (0, 1000, 2000):
+    torch.manual_seed(_s)
+    _inputs = get_inputs()
+    torch.manual_seed(0)
+    _table.append(Model(*get_init_inputs())(*_inputs))
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+    def forward(self, x):
+        k[(1,)](x, x, 1, B=16)
+        self.calls += 1
+        return _table[self.calls - 1]
+"""
+)
+CASES["precomputed_at_known_seed"] = (Status.PASS, PRECOMPUTED)
+
+
+def kernel_reward(seed: int | None, base_uid: int) -> TritonReward:
+    return TritonReward(
         workers=2,
         device="cpu",
         trials=3,
-        seed=0,
+        seed=seed,
         speedup_cap=2.0,
         speedup_weight=0.5,
         plan_weight=0.5,
         time_repeats=10,
         hide=[],
-        base_uid=61450,
+        base_uid=base_uid,
         limits=dict(wall_s=20, cpu_s=15, memory_mb=4096, nproc=64, fsize_mb=16, disk_mb=64, record_cap_kb=8192),
     )
+
+
+ROW = {"source": PROBLEM.source, "preamble": IMPORTS, "plan": PROBLEM.plan}
+
+
+@pytest.fixture(scope="module")
+def verdicts():
+    reward = kernel_reward(0, 61450)
     try:
-        row = {"source": PROBLEM.source, "preamble": IMPORTS, "plan": PROBLEM.plan}
         names = list(CASES)
-        return dict(zip(names, reward([CASES[n][1] for n in names], [row] * len(names)), strict=True))
+        return dict(zip(names, reward([CASES[n][1] for n in names], [ROW] * len(names)), strict=True))
     finally:
         reward.close()
+
+
+def test_precomputed_answers_fail_at_the_default_secret_seed():
+    reward = kernel_reward(None, 61480)
+    try:
+        honest, precomputed = reward([PROBLEM.solution, PRECOMPUTED], [ROW, ROW])
+    finally:
+        reward.close()
+    assert reward.seed not in (0, 1000, 2000)
+    assert honest.status == Status.PASS, honest.details
+    assert precomputed.status == Status.FAIL and precomputed.components["correct"] == 0.0, precomputed.details
 
 
 @pytest.mark.parametrize("name", list(CASES))

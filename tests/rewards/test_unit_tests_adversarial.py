@@ -125,6 +125,27 @@ CASES = {
             return 999
     """,
     ),
+    # a final block with the right answers under a guessed nonce, then an exit so that the harness's own never
+    # follows (right answers: a forged record that knows them is no worse than code that computes them)
+    "forged_final_block_then_exit": (
+        Status.CRASH,
+        """
+        import os, json
+        outcomes = [{"test": i, "value": ["int", v]} for i, v in enumerate(["3", "42", "0"])]
+        block = json.dumps({"final": "0" * 32, "records": [{"event": "loaded"}, *outcomes, {"event": "done"}]})
+        for fd in range(3, 64):
+            try:
+                os.write(fd, (block + "\\n").encode())
+            except OSError:
+                pass
+        os._exit(0)
+    """,
+    ),
+    # a signal handler is handed the running frame (the harness's): refused even though 3.11 does not audit it
+    "signal_handler_frames": (
+        Status.VIOLATION,
+        "import signal\nsignal.signal(signal.SIGALRM, lambda n, frame: None)\ndef add(a, b):\n    return a + b\n",
+    ),
     "infinite_loop": (Status.TIMEOUT, "while True:\n    pass\n"),
     "sigalrm_ignored_then_loop": (
         Status.TIMEOUT,

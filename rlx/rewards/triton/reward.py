@@ -8,7 +8,8 @@ Checks, each with its own label in `details["checks"]`:
   no_fallback     no torch compute inside ModelNew.forward (allow-list TorchFunctionMode);
   in_bounds, inputs_unchanged   canary padding around every buffer, inputs compared after the call;
   correct         all seeded trials match the reference run (separate sandbox run, cached): exact dtype and
-                  shape, finite, KernelBench atol = rtol (1e-4 fp32, 1e-2 fp16/bf16);
+                  shape, finite, KernelBench atol = rtol (1e-4 fp32, 1e-2 fp16/bf16); the seeds are secret
+                  (drawn per reward) unless `seed` is set;
   speedup         GPU only: reference and candidate timed by the harness with CUDA events after warm-up,
                   L2 flushed; on CPU kernels run under TRITON_INTERPRET=1 and speed is reported as
                   unavailable (None), never estimated.
@@ -24,6 +25,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import hashlib
+import secrets
 
 from rlx.rewards.base import Status, Verdict
 from rlx.rewards.sandbox.isolation import Limits
@@ -147,7 +149,7 @@ class TritonReward:
         workers: int,
         device: str,
         trials: int,
-        seed: int,
+        seed: int | None,
         speedup_cap: float,
         speedup_weight: float,
         plan_weight: float,
@@ -162,6 +164,10 @@ class TritonReward:
             import torch
 
             device = "cuda" if torch.cuda.is_available() else "cpu"
+        # a seed the candidate can guess lets it compute the reference's answers at load time, where torch is
+        # not guarded, and return them from forward: null draws one per reward, kept out of the sandbox
+        # except as the trials' seeds, which the guard keeps out of its reach (rlx.rewards.sandbox.guard)
+        seed = secrets.randbelow(2**31 - 1000 * trials) if seed is None else seed
         self.device, self.trials, self.seed = device, trials, seed
         self.speedup_cap, self.speedup_weight, self.time_repeats = speedup_cap, speedup_weight, time_repeats
         if plan_weight < 0:
