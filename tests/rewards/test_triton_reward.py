@@ -109,6 +109,32 @@ class ModelNew(nn.Module):
     "wrong_math": (Status.FAIL, RELU.replace("tl.maximum(x,0.0)", "tl.maximum(x,0.1)")),
     "forward_raises": (Status.CRASH, RELU.replace("  return y", "  1/0\n  return y")),
 }
+# Torch fallbacks the in-process allow-list (rlx.rewards.triton.guards.ForwardGuard) does not see: they still
+# score PASS, so they are strict xfails (fixing one turns its test red until the xfail is removed).
+KNOWN_HOLES = {
+    "disable_torch_function": NOOP_KERNEL
+    + """
+class ModelNew(nn.Module):
+    def forward(self, x):
+        k[(1,)](x, x, 1, B=16)
+        with torch._C.DisableTorchFunction():
+            return torch.relu(x)
+""",
+    # under TRITON_INTERPRET=1 a kernel's body is Python, run while the launch lifts the allow-list
+    "torch_inside_interpreted_kernel": """
+_box = {}
+def _helper():
+    _box["y"] = torch.relu(_box["x"])
+@triton.jit
+def k(xp,o,n,B:tl.constexpr):
+    _helper()
+class ModelNew(nn.Module):
+    def forward(self, x):
+        _box["x"] = x
+        k[(1,)](x, x, 1, B=16)
+        return _box["y"]
+""",
+}
 # Warm-start noise (data.noise): each corruption of a sampled answer, by kind.
 CORRUPTED = {
     f"{name}/{problem}": (problem, text)
@@ -137,6 +163,7 @@ def outcome():
         cases = {
             **{n: (n, PROBLEMS[n].solution) for n in SAMPLE},
             **{n: ("relu 16x100 f32", text) for n, (_, text) in HACKS.items()},
+            **{f"hole/{n}": ("relu 16x100 f32", text) for n, text in KNOWN_HOLES.items()},
             **{f"corrupted/{n}": case for n, case in CORRUPTED.items()},
         }
         rows = [
@@ -173,6 +200,12 @@ def test_hack_earns_no_correctness_with_its_label(outcome, name):
     assert verdict.components.get("correct", 0.0) == 0.0
     assert verdict.reward == 0.5 * verdict.components["plan"]  # at most the plan's share, never correctness
     assert left == []
+
+
+@pytest.mark.xfail(strict=True, reason="in-process torch fallbacks the allow-list cannot see (see KNOWN_HOLES)")
+@pytest.mark.parametrize("name", list(KNOWN_HOLES))
+def test_known_fallback_hole_earns_no_correctness(outcome, name):
+    assert outcome[0][f"hole/{name}"].components.get("correct", 0.0) == 0.0
 
 
 def test_every_corruption_kind_is_exercised():
