@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from rlx.rewards.sandbox.guard import install_guard
 from rlx.rewards.sandbox.records import CallOutcome, Event
-from rlx.rewards.sandbox.runner import Recorder
+from rlx.rewards.sandbox.runner import Emit
 from rlx.rewards.sandbox.values import Unencodable, encode
 
 
@@ -22,28 +22,29 @@ def _name(error: BaseException) -> str:
         return "?"
 
 
-def run(payload: dict, recorder: Recorder) -> None:
+def run(payload: dict, emit: Emit, alarm: Emit) -> None:
+    """emit: keep a record for the final block; alarm: the tripwire's, also written at once (runner.recorder)."""
     if payload["guard"]:  # off only in tests that show the OS layers contain a candidate on their own
-        install_guard(recorder.alarm, allow_processes=False, allow_ctypes=False)
+        install_guard(alarm, allow_processes=False, allow_ctypes=False)
     namespace: dict = {"__name__": "__candidate__"}
     try:
         exec(compile(payload["code"], "<candidate>", "exec"), namespace)
     except MemoryError:
-        recorder.add(Event("oom").to_json())
+        emit(Event("oom").to_json())
         return
     except BaseException as err:  # noqa: BLE001 - SystemExit included: exiting early loads nothing
-        recorder.add(Event("load_error", error=_name(err)).to_json())
+        emit(Event("load_error", error=_name(err)).to_json())
         return
-    recorder.add(Event("loaded").to_json())
+    emit(Event("loaded").to_json())
     for index, call in enumerate(payload["calls"]):
         try:
             outcome = CallOutcome(index, value=encode(eval(call, namespace)))
         except MemoryError:
-            recorder.add(Event("oom").to_json())
+            emit(Event("oom").to_json())
             return
         except Unencodable as err:
             outcome = CallOutcome(index, error="Unencodable", detail=str(err))
         except BaseException as err:  # noqa: BLE001
             outcome = CallOutcome(index, error=_name(err))
-        recorder.add(outcome.to_json())
-    recorder.add(Event("done").to_json())
+        emit(outcome.to_json())
+    emit(Event("done").to_json())

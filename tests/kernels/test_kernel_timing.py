@@ -95,9 +95,7 @@ def fake_clock(call, repeats):  # stands in for CUDA events: runs the forward li
 harness._time_cuda = fake_clock
 payload = json.loads(sys.stdin.read())
 records = []
-class Keep:  # the runner's Recorder, kept in a list instead of sealed on a pipe
-    add = alarm = staticmethod(records.append)
-harness.run(payload, Keep())
+harness.run(payload, records.append, records.append)  # kept in a list, not sealed on a pipe
 print(json.dumps({"records": records, "calls": len(calls)}))
 """
 

@@ -10,6 +10,7 @@ import pytest
 from sandbox_helpers import clean_run
 
 from rlx.rewards.base import Status
+from rlx.rewards.sandbox.guard import _violation
 from rlx.rewards.sandbox.records import CallOutcome, Event, RunResult, Timing, Trial, events, final_block
 from rlx.rewards.sandbox.values import encode
 from rlx.rewards.verdicts import run_status
@@ -92,6 +93,10 @@ def test_kernel_trial_and_timing_records_round_trip_and_forgeries_are_dropped():
     assert Timing.parse({"event": "timing", "ms": True, "refused": []}) == Timing()
     assert Timing.parse({"event": "timing", "ms": 1.0, "refused": "relu"}) is None
     assert Timing.parse({"event": "done"}) is None
+
+
+def test_the_tripwires_mark_is_a_violation_event():
+    assert _violation("os.kill", "(1, 9)") == Event("violation", what="os.kill", detail="(1, 9)").to_json()
 
 
 def test_only_the_one_block_with_the_runs_nonce_is_trusted():

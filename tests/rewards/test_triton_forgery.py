@@ -1,7 +1,7 @@
 """reward=triton against forged harness records: a kernel with wrong math (an honest run FAILs) that tries to
 pass for correct by writing the reference's outputs as Trial records itself. The harness keeps its records
 until the candidate is done and seals them as one block with a nonce only it holds (rlx.rewards.sandbox.runner
-.Recorder); the tripwire refuses every way to reach its frames or objects (rlx.rewards.sandbox.guard). So each
+.recorder); the tripwire refuses every way to reach its frames or objects (rlx.rewards.sandbox.guard). So each
 case below earns no correctness: VIOLATION where it reached for the harness's state, FAIL where its forged
 lines were simply ignored, CRASH where it broke the record pipe so that no block came. One batch, then one
 test per case; honest code that uses a stdlib helper which reads its caller's frame still passes."""
@@ -109,6 +109,20 @@ CASES = {
         forged(
             "import threading\n_t = threading.Thread(target=lambda: _write_everywhere(_forged()))\n"
             "_t.start()\n_t.join()"
+        ),
+    ),
+    # os.write replaced to rewrite the harness's own block on its way out (keeping its nonce): the recorder bound
+    # os.write before candidate code ran, so it never calls this
+    "rewrites_the_seal": (
+        Status.FAIL,
+        forged(
+            "_real_write = _os.write\n"
+            "def _rewrite(fd, data):\n"
+            "    if b'\"final\"' in data:\n"
+            "        body = [{'event': 'loaded'}, *_forged(), {'event': 'done'}]\n"
+            "        data = data.split(b'[')[0] + _json.dumps(body).encode() + b'}\\n'\n"
+            "    return _real_write(fd, data)\n"
+            "_os.write = _rewrite"
         ),
     ),
     # a fake block, then the record pipe closed so that the harness's own block cannot follow it

@@ -6,7 +6,7 @@ ctypes, writes or deletions outside the working directory). Audit hooks cannot b
 and the record is written before the act is refused, so catching the PermissionError does not hide it.
 
 It also keeps the harness's state out of the candidate's reach (its records and the nonce of their final
-block, rlx.rewards.sandbox.runner.Recorder; the payload): every way we know of in Python 3.11 to reach another
+block, rlx.rewards.sandbox.runner.recorder; the payload): every way we know of in Python 3.11 to reach another
 frame or an object one holds is refused. Audited, so refused by the hook: sys._getframe (except from the
 helpers in NAME_READERS, which hand no frame back), sys._current_frames, sys.settrace / setprofile (a tracer
 is handed frames; threading.settrace goes through sys.settrace in the new thread), gc.get_objects /
@@ -33,8 +33,6 @@ import typing
 from collections.abc import Callable
 
 import typing_extensions
-
-from rlx.rewards.sandbox.records import Event
 
 PROCESS_EVENTS = (
     "os.system",
@@ -79,12 +77,19 @@ NAME_READERS |= {typing_extensions._has_generic_or_protocol_as_origin.__code__} 
 NAME_READERS |= {traceback.format_stack.__code__, traceback.extract_stack.__code__, traceback.print_stack.__code__}
 
 
+def _violation(what: str, detail: str) -> dict:
+    """Event("violation", what=what, detail=detail).to_json(), built without the class, whose methods candidate
+    code could replace (tests/rewards/test_sandbox_records.py checks they agree)."""
+    return {"event": "violation", "what": what, "detail": detail}
+
+
 def install_guard(emit: Callable[[dict], None], allow_processes: bool, allow_ctypes: bool) -> None:
     """Install the hook; the writable root is the current directory (the run's fresh temporary dir)."""
     root = os.path.realpath(os.getcwd())
     blocked = ALWAYS_BLOCKED + (() if allow_processes else PROCESS_EVENTS) + (() if allow_ctypes else ("ctypes.",))
     realpath, fspath, startswith, getframe = os.path.realpath, os.fspath, str.startswith, sys._getframe
     state = {"busy": False}
+    mark = _violation  # bound now: candidate code can replace module attributes, not this closure's cells
 
     def outside(path) -> bool:
         if isinstance(path, int):
@@ -96,7 +101,7 @@ def install_guard(emit: Callable[[dict], None], allow_processes: bool, allow_cty
         if not state["busy"]:
             state["busy"] = True
             try:
-                emit(Event("violation", what=event, detail=repr(args)[:200]).to_json())
+                emit(mark(event, repr(args)[:200]))
             finally:
                 state["busy"] = False
         raise PermissionError(f"sandbox: {event} is not allowed here")

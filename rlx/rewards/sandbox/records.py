@@ -4,7 +4,7 @@
 broke; the supervisor (rlx.rewards.sandbox.runner) builds it, it crosses the server's pipe as JSON and the
 pool hands it to the rewards, whose `decide` functions and `rlx.rewards.verdicts.run_status` read it.
 
-A harness runs in the candidate's process and hands its records to a `Recorder` (rlx.rewards.sandbox.runner)
+A harness runs in the candidate's process and hands its records to a `recorder` (rlx.rewards.sandbox.runner)
 that keeps them until the harness is done and then writes them as ONE final block, a JSON line
 `{"final": <nonce>, "records": [...]}`; the nonce is drawn by the supervisor per run and exists in the candidate's
 process only inside the recorder, which candidate code cannot reach (the audit tripwire refuses the

@@ -7,7 +7,7 @@
 Why three levels: C must stay outside the new PID namespace to enforce the wall clock (it kills G, and
 the kernel then kills every process left in the namespace, detached grandchildren included). G exists
 because PID 1 ignores default-action signals such as SIGXCPU, so the candidate must not be PID 1.
-The harness inside H hands its records to a `Recorder`, which writes them to a pipe that C reads (capped)
+The harness inside H hands its records to a `recorder`, which writes them to a pipe that C reads (capped)
 as one final block stamped with a nonce C drew for this run, once the harness returned (no candidate code is
 left to call); C keeps only that block as the records (rlx.rewards.sandbox.records explains why a forged
 line cannot pass for it). C never runs candidate code and decides nothing: it reports exit status, timing
@@ -40,37 +40,42 @@ STDIO_DIR = "/tmp/.stdio"  # root-only: the candidate cannot reach its own outpu
 OUTPUT_TAIL = 2000
 
 
-def _write(fd: int, data: bytes) -> None:
-    while data:
-        data = data[os.write(fd, data) :]
+Emit = Callable[[dict], None]
 
 
-class Recorder:
-    """The harness's side of the record pipe. `add` keeps a record (encoded now, while candidate code may still
-    run: a hostile dict subclass runs its methods here, not during `seal`); `alarm` also writes it at once as a
-    stray line (the tripwire's mark survives a crash that loses the block); `seal` writes the one final block.
+def recorder(fd: int, nonce: str) -> tuple[Emit, Emit, Callable[[], None]]:
+    """The harness's side of the record pipe, as three closures. `emit` keeps a record (encoded now, while
+    candidate code may still run: a hostile dict subclass runs its methods here, not in `seal`); `alarm` also
+    writes it at once as a stray line (the tripwire's mark survives a crash that loses the block); `seal`
+    writes the one final block.
 
-    Candidate code shares this process but holds no reference to a recorder: it lives in the runner's and the
+    Candidate code shares this process but reaches none of them: they live only in the runner's and the
     harness's frames and the tripwire's closure, which the guard (rlx.rewards.sandbox.guard) keeps out of
-    reach, and so does the nonce that tells its block from a forgery."""
+    reach, and they look nothing up at call time that candidate code could have patched (os.write is bound
+    here; no class, whose methods could be replaced), so neither the kept lines nor the nonce that tells the
+    block from a forgery are handed to candidate code."""
+    lines: list[str] = []
+    write, dumps = os.write, json.dumps
 
-    def __init__(self, fd: int, nonce: str) -> None:
-        self._fd, self._nonce = fd, nonce
-        self._lines: list[str] = []
+    def put(data: bytes) -> None:
+        while data:
+            data = data[write(fd, data) :]
 
-    def add(self, record: dict) -> None:
-        self._lines.append(json.dumps(record))
+    def emit(record: dict) -> None:
+        lines.append(dumps(record))
 
-    def alarm(self, record: dict) -> None:
-        self.add(record)
-        _write(self._fd, (json.dumps(record) + "\n").encode())
+    def alarm(record: dict) -> None:
+        line = dumps(record)
+        lines.append(line)
+        put((line + "\n").encode())
 
-    def seal(self) -> None:
-        block = '{"final": "' + self._nonce + '", "records": [' + ", ".join(self._lines) + "]}\n"
-        _write(self._fd, block.encode())
+    def seal() -> None:
+        put(('{"final": "' + nonce + '", "records": [' + ", ".join(lines) + "]}\n").encode())
+
+    return emit, alarm, seal
 
 
-Harness = Callable[[dict, Recorder], None]
+Harness = Callable[[dict, Emit, Emit], None]
 
 
 def _candidate(
@@ -93,9 +98,9 @@ def _candidate(
         os.chdir(WORK_DIR)
         os.environ.clear()
         os.environ.update({"HOME": WORK_DIR, "TMPDIR": WORK_DIR, "PATH": "/usr/bin:/bin", **env})
-        recorder = Recorder(record_fd, nonce)
-        harness(payload, recorder)
-        recorder.seal()  # after the harness returned: no candidate call is left in this process's program
+        emit, alarm, seal = recorder(record_fd, nonce)
+        harness(payload, emit, alarm)
+        seal()  # after the harness returned: no candidate call is left in this process's program
     finally:
         os._exit(0)
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from rlx.rewards.sandbox.guard import install_guard
 from rlx.rewards.sandbox.records import Event, Timing, Trial
-from rlx.rewards.sandbox.runner import Recorder
+from rlx.rewards.sandbox.runner import Emit
 from rlx.rewards.triton.guards import ForwardGuard, canaries_intact, count_launches, padded
 from rlx.rewards.triton.tensors import encode_tensor
 
@@ -46,11 +46,12 @@ def _time_cuda(call: Callable[[], object], repeats: int) -> float:
     return statistics.median(times)
 
 
-def run(payload: dict, recorder: Recorder) -> None:
+def run(payload: dict, emit: Emit, alarm: Emit) -> None:
+    """emit: keep a record for the final block; alarm: the tripwire's, also written at once (runner.recorder)."""
     import torch
 
     device, candidate = payload["device"], payload["mode"] == "candidate"
-    install_guard(recorder.alarm, allow_processes=device == "cuda", allow_ctypes=device == "cuda")
+    install_guard(alarm, allow_processes=device == "cuda", allow_ctypes=device == "cuda")
     counter = [0]  # launches counted by the launch wrapper, with the block keywords of the first 8
     blocks: list[dict[str, int]] = []
     guard_box: list[ForwardGuard | None] = [None]  # the guard of the forward running now, if any
@@ -67,12 +68,12 @@ def run(payload: dict, recorder: Recorder) -> None:
         if hasattr(model, "to"):
             model = model.to(device)
     except MemoryError:
-        recorder.add(Event("oom").to_json())
+        emit(Event("oom").to_json())
         return
     except BaseException as err:  # noqa: BLE001
-        recorder.add(Event("load_error", error=_name(err).split(":")[0], detail=_name(err)).to_json())
+        emit(Event("load_error", error=_name(err).split(":")[0], detail=_name(err)).to_json())
         return
-    recorder.add(Event("loaded").to_json())
+    emit(Event("loaded").to_json())
     for trial, seed in enumerate(payload["seeds"]):
         torch.manual_seed(seed)
         registry: list = []
@@ -97,7 +98,7 @@ def run(payload: dict, recorder: Recorder) -> None:
             else:
                 error = f"forward returned {type(output).__name__}, not a tensor"
         except MemoryError:
-            recorder.add(Event("oom").to_json())
+            emit(Event("oom").to_json())
             return
         except BaseException as err:  # noqa: BLE001
             error = _name(err)
@@ -115,7 +116,7 @@ def run(payload: dict, recorder: Recorder) -> None:
             canaries_ok=canaries_intact(registry),
             inputs_unchanged=unchanged,
         )
-        recorder.add(record.to_json())
+        emit(record.to_json())
     if payload["time"]:  # the reward asks for timing only on a GPU
         torch.manual_seed(payload["seeds"][0])
         inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in namespace["get_inputs"]()]
@@ -132,5 +133,5 @@ def run(payload: dict, recorder: Recorder) -> None:
             timing = Timing(ms=_time_cuda(call, payload["time_repeats"]))
         except BaseException as err:  # noqa: BLE001  a forward that breaks only while timed earns no speedup
             timing = Timing(error=_name(err))
-        recorder.add(dataclasses.replace(timing, refused=tuple(guard.refused) if guard else ()).to_json())
-    recorder.add(Event("done").to_json())
+        emit(dataclasses.replace(timing, refused=tuple(guard.refused) if guard else ()).to_json())
+    emit(Event("done").to_json())
