@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 from lightning.pytorch import LightningModule
 from lightning.pytorch.plugins.precision import MixedPrecision
+from torch.optim.lr_scheduler import LRScheduler
 from torch.utils.data import DataLoader, IterableDataset
 
 from rlx.algos.spec import Algorithm
@@ -39,7 +40,6 @@ from rlx.rewards.base import Status
 from rlx.rollout.batch import RolloutBatch
 from rlx.rollout.collect import RolloutConfig, collect, score
 from rlx.rollout.engine import Generator
-from rlx.rollout.generate import HFGenerate
 from rlx.update import NonFiniteGuard, prepare, update
 
 
@@ -55,14 +55,26 @@ def length_by_outcome(lengths, statuses: list[str], valid) -> dict:
 
 
 class StepTicker(IterableDataset):
-    """The training 'data' is the step counter: prompts come from the curriculum sampler, which the
-    module owns so that its state is checkpointed with the model and never prefetched ahead."""
+    """The trainer's 'data': one tick per RL step, whose value nothing reads (`trainer.global_step` is the step).
+
+    Why not a dataset of the step's prompts drawn from the curriculum sampler: Lightning fetches the training
+    iterable one batch ahead. Its `_PrefetchDataFetcher` (lightning/pytorch/loops/fetchers.py, "Pre-fetching at
+    least 1 batch is necessary to properly track whether a batch is the last one ... when the length is not
+    available") draws batch s+1 before `training_step` runs batch s, and the form that turns this off,
+    `training_step(self, dataloader_iter)`, is marked experimental in Lightning's docs (LightningModule
+    .training_step; the trainer warns so). A prompt batch drawn a step early would be drawn before step s's
+    rewards reach `sampler.observe` (learnable-band and other scored curricula), before `begin_step(s + 1)`
+    (paced curricula), and a checkpoint after step s would hold a sampler already one draw ahead (exact resume,
+    tests/resume). Besides, one step may sample several rounds, each sized by the rewards of the one before
+    (dynamic sampling: rlx.rollout.collect), which no batch fetched ahead can know. So the module owns the
+    sampler (checkpointed in on_save_checkpoint) and draws inside the step; the DataLoader runs in this
+    process (num_workers=0), and prefetching a tick costs nothing and changes no state."""
 
     def __iter__(self):
-        step = 0
+        tick = 0
         while True:
-            yield step
-            step += 1
+            yield tick
+            tick += 1
 
 
 class RLModule(LightningModule):
@@ -76,14 +88,21 @@ class RLModule(LightningModule):
         algo: Algorithm,
         sampler,
         *,
+        peft,
+        rollout: Generator,
+        val_batch_size: int,
+        samples_path: str | None,
+        samples_every: int,
+        samples_per_step: int,
         reference: FrozenReference | None = None,
         critic=None,
-        val_batch_size: int = 256,
-        samples_path: str | None = None,
-        samples_every: int = 10,
-        samples_per_step: int = 4,
-        rollout: Generator | None = None,
     ) -> None:
+        """`sampler` comes bound to `task.train` (rlx.train.build binds it before the model loads, so a
+        curriculum the data cannot serve fails early); `peft` is the adapter strategy that wrapped `policy`
+        (conf/peft: train exports the trained weights through it); `rollout` samples the completions
+        (conf/rollout); the keyword values are conf/config.yaml's run keys. `samples_path` None: no
+        samples.jsonl. `reference` (a frozen copy, when the algorithm uses one) and `critic` (PPO) are optional
+        parts."""
         super().__init__()
         self.automatic_optimization = False
         self.policy = policy
@@ -92,20 +111,24 @@ class RLModule(LightningModule):
         self.tokenizer, self.task, self.reward = tokenizer, task, reward
         self.advantage, self.algo, self.sampler = advantage, algo, sampler
         self.advantage.bind(tokenizer)
-        self.sampler.bind(task.train)
+        if sampler.size != len(task.train):
+            raise ValueError(
+                f"the curriculum sampler is bound to {sampler.size} rows but task.train has {len(task.train)}: "
+                "call sampler.bind(task.train) before building the RLModule (rlx.train.build does)"
+            )
+        self.peft = peft
         self.guard = NonFiniteGuard(algo.max_skipped_updates)
         self.val_batch_size = val_batch_size
         self.samples_path = Path(samples_path) if samples_path else None
         self.samples_every, self.samples_per_step = samples_every, samples_per_step
-        # The `rollout` group's generator (train.build passes it); a module built by hand samples with HF generate.
-        self.rollout = rollout if rollout is not None else HFGenerate(overlap_scoring=True)
+        self.rollout = rollout
         self.before_metrics: dict | None = None  # held-out metrics of the starting policy, kept across resumes
         self.val_tally = EvalTally()  # held-out sums of this rank (rlx.distributed.evaluation)
         self.val_weights = HeldWeights()  # trainer=fsdp: the policy's full weights while it evaluates
 
     # ---------------------------------------------------------------- data and optimisers
     def train_dataloader(self):
-        return DataLoader(StepTicker(), batch_size=None)
+        return DataLoader(StepTicker(), batch_size=None, num_workers=0)  # see StepTicker: ticks, not prompts
 
     def val_dataloader(self):
         return DataLoader(
@@ -140,7 +163,7 @@ class RLModule(LightningModule):
             )
 
     # ---------------------------------------------------------------- one RL step
-    def training_step(self, tick, batch_idx):  # the ticker's value is unused: global_step is the RL step
+    def training_step(self, tick, batch_idx):  # the tick is unused (StepTicker): global_step is the RL step
         step = self.global_step
         self.policy.eval()  # no dropout anywhere in the step, so the ratio is exactly 1 before the first update
         self.sampler.begin_step(step)
@@ -209,13 +232,20 @@ class RLModule(LightningModule):
         counted = counted[0] if isinstance(counted, list) else counted
         counted.zero_grad(set_to_none=True)
         counted.step()
-        self.lr_schedulers().step()
+        self.schedule().step()
         return losses
+
+    def schedule(self) -> LRScheduler:
+        """The policy's learning-rate schedule: configure_optimizers returns exactly one."""
+        schedule = self.lr_schedulers()
+        assert isinstance(schedule, LRScheduler), schedule
+        return schedule
 
     # ---------------------------------------------------------------- logging
     def log_step(self, batch: RolloutBatch, stats, losses: dict[str, float]) -> None:
         valid = batch.valid  # scored samples (INFRA excluded); truncated ones count here even if filtered out
         mask = batch.response_mask.float()
+        assert batch.advantages is not None and batch.sample_mask is not None, "log_step needs a prepared batch"
         adv = batch.advantages[batch.loss_mask() > 0]  # every trained response token
         if adv.numel() == 0:
             adv = torch.zeros(1, device=batch.rewards.device)
@@ -235,7 +265,7 @@ class RLModule(LightningModule):
             "rollout/rounds": float(stats.rounds),
             "time/generate": stats.generate_seconds,  # (perf) wall time inside the rollout engine
             "time/score": stats.score_seconds,  # (perf) time inside the reward, overlapping generation
-            "optim/lr": self.lr_schedulers().get_last_lr()[0],
+            "optim/lr": self.schedule().get_last_lr()[0],
             "train/skipped_updates": float(self.guard.skipped),
             "train/trained_frac": batch.sample_mask.float().mean(),
             **{f"reward/{k}": v[valid].float().mean() for k, v in batch.components.items() if valid.any()},
@@ -258,7 +288,8 @@ class RLModule(LightningModule):
         rows = self.task.train
         fields = tuple(getattr(self.reward, "required_fields", ()))
         prompts = [int(p) for p in batch.prompt_index]
-        rank, seen = [], {}  # rank[i]: how many earlier completions share completion i's prompt
+        rank: list[int] = []  # rank[i]: how many earlier completions share completion i's prompt
+        seen: dict[int, int] = {}
         for p in prompts:
             rank.append(seen.get(p, 0))
             seen[p] = rank[-1] + 1

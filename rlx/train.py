@@ -40,7 +40,9 @@ def build(cfg: DictConfig) -> tuple[RLModule, pl.Trainer]:
         reward.bind(task)
     check_config(cfg, algo, advantage, task)  # several processes: what they need from the config (rlx.distributed)
     sampler = build_node(cfg, "curriculum")
-    sampler.bind(task.train)  # a curriculum the data cannot serve (sorted without its key) fails before the model loads
+    sampler.bind(
+        task.train
+    )  # once: a curriculum the data cannot serve (sorted without its key) fails before the model loads
     peft = build_node(cfg, "peft")
     model = build_node(cfg, "model")
     warn_inert(cfg, algo=algo, advantage=advantage, task=task, reward=reward, sampler=sampler, model=model)
@@ -59,15 +61,15 @@ def build(cfg: DictConfig) -> tuple[RLModule, pl.Trainer]:
         advantage,
         algo,
         sampler,
-        reference=reference,
-        critic=critic,
+        peft=peft,
+        rollout=build_node(cfg, "rollout"),
         val_batch_size=cfg.val_batch_size,
         samples_path=str(run_dir / "samples.jsonl"),
         samples_every=cfg.samples_every,
         samples_per_step=cfg.samples_per_step,
-        rollout=build_node(cfg, "rollout"),
+        reference=reference,
+        critic=critic,
     )
-    module.peft = peft
     trainer = build_node(cfg, "trainer", logger=build_node(cfg, "logger"))
     check_trainer(trainer, algo, advantage, task)
     check_strategy(peft, trainer)
@@ -116,7 +118,7 @@ def train(cfg: DictConfig) -> dict:
         **distributed,
         "run_dir": str(run_dir),
         **exported,
-        "metrics_csv": str(Path(trainer.logger.log_dir) / "metrics.csv") if trainer.logger else None,
+        "metrics_csv": str(Path(log_dir) / "metrics.csv") if (log_dir := logger_dir(trainer)) else None,
         "samples": str(run_dir / "samples.jsonl"),
         "checkpoint": str(run_dir / "checkpoints" / "last.ckpt"),
     }
@@ -124,6 +126,11 @@ def train(cfg: DictConfig) -> dict:
         (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         finish_run(run_dir, module, trainer)  # footprint.json, reward/KL/length plots and report.md in the run dir
     return summary
+
+
+def logger_dir(trainer: pl.Trainer) -> str | None:
+    """The first logger's own directory (where CSVLogger writes metrics.csv), None without a logger or dir."""
+    return trainer.logger.log_dir if trainer.logger else None
 
 
 def reset_peak_memory() -> None:

@@ -173,13 +173,14 @@ def micro_batches(mb: RolloutBatch, algo):
 def policy_step(mb: RolloutBatch, algo, policy, optimizer, backward, guard: NonFiniteGuard) -> dict:
     """One optimiser step of the policy on minibatch `mb`: the objective's gradient accumulated over its
     micro-batches, clipped to algo.max_grad_norm, applied unless non-finite."""
-    logp_dtype = mb.advantages.dtype
-    mask = mb.loss_mask().to(logp_dtype)  # [n, T]
+    advantages = mb.advantages  # [n, T]
+    assert advantages is not None, "policy_step needs a batch from prepare()"
+    mask = mb.loss_mask().to(advantages.dtype)  # [n, T]
     world = World.current()  # several ranks: the normalisers of the minibatch over every rank's rows (rlx.distributed)
     weights, token_weights = global_weights(world, algo.aggregate, mask), global_weights(world, token_mean, mask)
     kl = algo.kl if algo.uses_reference else None
     kl_coef = algo.beta if algo.uses_reference and not algo.kl.in_reward else 0.0
-    sums: dict[str, torch.Tensor] = defaultdict(float)
+    sums: dict[str, torch.Tensor] = {}
     optimizer.zero_grad(set_to_none=True)
     for rows, ids, attention, width in micro_batches(mb, algo):
         cut = (rows, slice(0, width))
@@ -192,7 +193,7 @@ def policy_step(mb: RolloutBatch, algo, policy, optimizer, backward, guard: NonF
             logp,
             old_logp,
             ref_logp,
-            mb.advantages[cut],
+            advantages[cut],
             mask[cut],
             weights[cut],
             token_weights[cut],
@@ -205,7 +206,7 @@ def policy_step(mb: RolloutBatch, algo, policy, optimizer, backward, guard: NonF
         if entropy is not None:
             metrics["policy/entropy"] = (entropy * token_weights[cut]).sum()
         for key, value in metrics.items():
-            sums[key] = sums[key] + value
+            sums[key] = sums[key] + value if key in sums else value
     loss = sums.pop("loss")
     average_gradients(world, policy.parameters())  # several ranks: one all-reduce per optimiser step
     norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), algo.max_grad_norm)
@@ -218,7 +219,9 @@ def policy_step(mb: RolloutBatch, algo, policy, optimizer, backward, guard: NonF
 def critic_step(mb: RolloutBatch, algo, critic, optimizer, backward, guard: NonFiniteGuard) -> dict:
     """One optimiser step of the critic on the value loss (a token mean over the minibatch), micro-batched
     like the policy's."""
-    mask = mb.loss_mask().to(mb.values.dtype)  # [n, T]
+    old_values, returns = mb.values, mb.returns  # [n, T] each
+    assert old_values is not None and returns is not None, "critic_step needs a batch from prepare() with a critic"
+    mask = mb.loss_mask().to(old_values.dtype)  # [n, T]
     world = World.current()
     token_weights = global_weights(world, token_mean, mask)  # [n, T]
     loss = torch.zeros((), dtype=mask.dtype, device=mask.device)
@@ -226,7 +229,7 @@ def critic_step(mb: RolloutBatch, algo, critic, optimizer, backward, guard: NonF
     for rows, ids, attention, width in micro_batches(mb, algo):
         cut = (rows, slice(0, width))
         values = critic(ids, attention, width)  # [m, T']
-        part = (algo.critic.loss(values, mb.values[cut], mb.returns[cut]) * token_weights[cut]).sum()  # []
+        part = (algo.critic.loss(values, old_values[cut], returns[cut]) * token_weights[cut]).sum()  # []
         backward(part)
         loss = loss + part.detach()
     average_gradients(world, critic.parameters())

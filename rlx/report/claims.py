@@ -78,9 +78,8 @@ def verdict(ds: list[bool | None]) -> str:
 def growth(run: Run, metric: str) -> float | None:
     """The metric's mean over the last 10% of steps minus its mean over the first 10%."""
     points = run.metrics.get(metric, [])
-    if len(points) < 2:
-        return None
-    return tail_mean(points) - tail_mean(points[::-1])
+    last, first = tail_mean(points), tail_mean(points[::-1])
+    return None if len(points) < 2 or last is None or first is None else last - first
 
 
 def config_value(run: Run, key: str):
@@ -91,16 +90,12 @@ def config_value(run: Run, key: str):
     return OmegaConf.select(OmegaConf.load(path), key) if path.is_file() else None
 
 
-def _both(values: list) -> bool:
-    return all(v is not None for v in values)
-
-
 # ------------------------------------------------------------------------------------------------ claims
 def beats_imitation(s: Seeds) -> list[Row]:
     rows, tol = [], 0.02
     for algo in ALGOS:
         pairs = [(r.held_out("before"), r.held_out("after")) for _, [r] in s.paired(algo)]
-        ds = [a - b > tol if _both([a, b]) else None for b, a in pairs]
+        ds = [a - b > tol if a is not None and b is not None else None for b, a in pairs]
         rows.append(
             Row(
                 f"(a) {algo} beats the SFT imitation ceiling on held-out data (τ = {tol})",
@@ -116,7 +111,7 @@ def ranking(s: Seeds) -> str:
     """Whether the algorithms' gap exceeds the seed-to-seed spread (part of the benchmark's promise)."""
     stats = []
     for algo in ALGOS:
-        after = [r.held_out("after") for r in s.runs.get(algo, {}).values() if r.held_out("after") is not None]
+        after = [a for r in s.runs.get(algo, {}).values() if (a := r.held_out("after")) is not None]
         if len(after) >= 2:
             stats.append((statistics.fmean(after), statistics.stdev(after), algo))
     if len(stats) < 2:
@@ -136,7 +131,7 @@ def zero_variance(s: Seeds) -> list[Row]:
     uni = [r.mean("reward/zero_std_frac") for _, [r, _] in pairs]
     band = [r.mean("reward/zero_std_frac") for _, [_, r] in pairs]
     seen = [r.metrics["curriculum/seen_frac"][-1][1] for _, [_, r] in pairs if r.metrics.get("curriculum/seen_frac")]
-    ds = [u - b > tol if _both([u, b]) else None for u, b in zip(uni, band, strict=True)]
+    ds = [u - b > tol if u is not None and b is not None else None for u, b in zip(uni, band, strict=True)]
     rows = [
         Row(
             f"(b) learnable_band lowers the share of generated zero-variance groups (τ = {tol})",
@@ -153,16 +148,8 @@ def zero_variance(s: Seeds) -> list[Row]:
     pairs = s.paired("grpo", "grpo_dynamic")
     trained = [r.mean("reward/zero_std_frac_batch") for _, [_, r] in pairs]
     worst = [max((v for _, v in r.metrics.get("reward/zero_std_frac_batch", [])), default=None) for _, [_, r] in pairs]
-    cost = [
-        (d.total("curriculum/groups") or 0) / u.total("curriculum/groups")
-        for _, [u, d] in pairs
-        if u.total("curriculum/groups")
-    ]
-    seconds = [
-        (d.total("rollout/seconds") or 0) / u.total("rollout/seconds")
-        for _, [u, d] in pairs
-        if u.total("rollout/seconds")
-    ]
+    cost = [(d.total("curriculum/groups") or 0) / t for _, [u, d] in pairs if (t := u.total("curriculum/groups"))]
+    seconds = [(d.total("rollout/seconds") or 0) / t for _, [u, d] in pairs if (t := u.total("rollout/seconds"))]
     ds = [w == 0 if w is not None else None for w in worst]
     rows.append(
         Row(
@@ -182,7 +169,7 @@ def length_bias(s: Seeds) -> list[Row]:
     pairs = s.paired("grpo", "dr_grpo")
     g = [growth(r, "rollout/length_fail") for _, [r, _] in pairs]
     d = [growth(r, "rollout/length_fail") for _, [_, r] in pairs]
-    ds = [a - b > tol if _both([a, b]) else None for a, b in zip(g, d, strict=True)]
+    ds = [a - b > tol if a is not None and b is not None else None for a, b in zip(g, d, strict=True)]
     return [
         Row(
             f"(c) Dr. GRPO grows the length of wrong answers less than GRPO (τ = {tol} tokens)",
@@ -239,7 +226,7 @@ def kl_to_reference(s: Seeds, measure: Callable[[Path], float | None]) -> list[R
     acc_0 = [r.held_out("after") for _, [_, r] in pairs]
     ds: list[bool | None] = []
     for kb, k0, ab, a0 in zip(kl_b, kl_0, acc_b, acc_0, strict=True):
-        if not _both([kb, k0, ab, a0]):
+        if kb is None or k0 is None or ab is None or a0 is None:
             ds.append(None)
         elif abs(ab - a0) > comparable:
             ds.append(None)  # not at comparable reward: this seed cannot decide the claim
@@ -265,7 +252,10 @@ def clip_range(s: Seeds) -> list[Row]:
     large = [r.mean("loss/approx_kl") for _, [_, r] in pairs]
     eps = [(config_value(a, "algo.epsilon"), config_value(b, "algo.epsilon")) for _, [a, b] in pairs[:1]]
     names = f"ε = {eps[0][0]}" if eps else "small ε", f"ε = {eps[0][1]}" if eps else "large ε"
-    ds = [(lg - sm) > 0.05 * max(lg, 1e-12) if _both([sm, lg]) else None for sm, lg in zip(small, large, strict=True)]
+    ds = [
+        (lg - sm) > 0.05 * max(lg, 1e-12) if sm is not None and lg is not None else None
+        for sm, lg in zip(small, large, strict=True)
+    ]
     still = all(v == 0 for v in small + large if v is not None) and any(v is not None for v in small + large)
     return [
         Row(
@@ -282,7 +272,9 @@ def clip_range(s: Seeds) -> list[Row]:
 def evaluate(runs: list[Run], measure_kl: Callable[[Path], float | None] | None = None) -> tuple[list[Row], str]:
     """Every claim's row, and the algorithms' ranking sentence."""
     if measure_kl is None:
-        from rlx.report.kl import kl_to_start as measure_kl
+        from rlx.report.kl import kl_to_start
+
+        measure_kl = kl_to_start
     s = Seeds.of(runs)
     rows = [
         *beats_imitation(s),

@@ -111,9 +111,7 @@ def config_table(runs: list[Run], keys: list[str]) -> tuple[list[str], str]:
         done = c.completed()
         after = fmt_mean_std(r.held_out("after") for r in done)
         delta = [
-            r.held_out("after") - r.held_out("before")
-            for r in done
-            if r.held_out("after") is not None and r.held_out("before") is not None
+            a - b for r in done if (a := r.held_out("after")) is not None and (b := r.held_out("before")) is not None
         ]
         body.append(
             [

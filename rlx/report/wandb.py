@@ -14,6 +14,7 @@ with or without W&B.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import netrc
@@ -204,6 +205,7 @@ def build_report(
 ):
     """The W&B Report (wandb_workspaces) comparing the sweep's group; built offline, saved by the caller."""
     import wandb_workspaces.reports.v2 as wr
+    from wandb_workspaces.reports.v2.interface import BlockTypes, PanelTypes
 
     runset = wr.Runset(
         project=project,
@@ -212,18 +214,22 @@ def build_report(
         filters=f"Group = '{name}'",
         groupby=[wandb_group_key(k, choices) for k in keys],
     )
-    panels = [wr.LinePlot(title=title, x="Step", y=[metric]) for metric, title in PANELS]
-    blocks = [
+    panels: list[PanelTypes] = [wr.LinePlot(title=title, x="Step", y=[metric]) for metric, title in PANELS]
+    blocks: list[BlockTypes] = [
         wr.H1(text=f"rlx sweep {name}"),
         wr.P(text=f"Swept: {', '.join(keys) or '(nothing)'}. Command: {command}"),
         wr.PanelGrid(runsets=[runset], panels=panels),
     ]
     if table_md:
         blocks.append(wr.MarkdownBlock(text=table_md))
-    kwargs = {"entity": entity} if entity else {}
-    return wr.Report(
-        project=project, title=f"rlx sweep {name}", description=f"Runs of the W&B group {name}", blocks=blocks, **kwargs
+    report = functools.partial(
+        wr.Report,
+        project=project,
+        title=f"rlx sweep {name}",
+        description=f"Runs of the W&B group {name}",
+        blocks=blocks,
     )
+    return report(entity=entity) if entity else report()  # no entity: the library's own default
 
 
 def report_sweep(sweep_dir: str | Path, runs: list | None = None, force_online: bool = False) -> str | None:

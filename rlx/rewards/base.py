@@ -41,6 +41,8 @@ class Verdict:
 
 
 class Reward(Protocol):
+    """What every conf/reward/ choice is: the type `rlx.rollout.collect.score` and `rlx.score` take."""
+
     #: dataset fields every row must carry for this reward (checked at start, with file and line)
     required_fields: tuple[str, ...]
 

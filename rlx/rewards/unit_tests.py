@@ -20,7 +20,7 @@ import re
 from rlx.rewards.base import Status, Verdict
 from rlx.rewards.sandbox.isolation import Limits
 from rlx.rewards.sandbox.pool import SandboxPool
-from rlx.rewards.sandbox.records import CallOutcome, events
+from rlx.rewards.sandbox.records import CallOutcome, RunResult, events
 from rlx.rewards.sandbox.values import encode, matches
 from rlx.rewards.verdicts import run_status
 
@@ -66,14 +66,14 @@ def components(pass_frac: float, valid: bool) -> dict[str, float]:
     return {"pass_frac": pass_frac, "valid": float(valid), "correct": float(valid and pass_frac == 1.0)}
 
 
-def decide(result: dict, expected: list, scoring: str) -> Verdict:
+def decide(result: RunResult, expected: list, scoring: str) -> Verdict:
     """Verdict from a sandbox result and the expected encodings (pure: no sandbox, easy to test)."""
     status, why = run_status(result)
-    base = {"wall_s": result.get("wall_s"), "cpu_s": result.get("cpu_s"), "output_tail": result.get("output_tail")}
+    base = {"wall_s": result.wall_s, "cpu_s": result.cpu_s, "output_tail": result.output_tail}
     if status is not None:
         return Verdict(0.0, status, components(0.0, False), {**base, "reason": why})
     first: dict[int, CallOutcome] = {}
-    for outcome in (CallOutcome.parse(r) for r in result["records"]):
+    for outcome in (CallOutcome.parse(r) for r in result.records):
         if outcome is not None and outcome.test not in first:
             first[outcome.test] = outcome
     passed = [i for i, exp in enumerate(expected) if i in first and matches(first[i].value, exp)]
@@ -86,12 +86,12 @@ def decide(result: dict, expected: list, scoring: str) -> Verdict:
     }
     if fraction == 1.0:
         return Verdict(1.0, Status.PASS, components(1.0, True), details)
-    if not any(e.kind == "done" for e in events(result["records"])):
+    if not any(e.kind == "done" for e in events(result.records)):
         return Verdict(
             0.0,
             Status.CRASH,
             components(fraction, False),
-            {**details, "reason": f"ended before the tests finished (exit code {result['exit_code']})"},
+            {**details, "reason": f"ended before the tests finished (exit code {result.exit_code})"},
         )
     reward = fraction if scoring == "fraction" else 0.0
     return Verdict(reward, Status.FAIL, components(fraction, True), details)

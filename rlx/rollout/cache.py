@@ -38,6 +38,8 @@ class SlotLayer(CacheLayerMixin):
     """One attention layer's slots."""
 
     is_sliding = False
+    keys: Tensor  # [S, H_kv, L, D], allocated by lazy_initialization before any read (the base allows None)
+    values: Tensor  # [S, H_kv, L, D]
 
     def __init__(self, state: SlotState) -> None:
         super().__init__()
@@ -95,7 +97,9 @@ class SlotCache(Cache):
         self, num_layers: int, slots: int, max_length: int, static: bool = False, device: torch.device | None = None
     ) -> None:
         self.state = SlotState(slots, max_length, static, slots, 0, torch.zeros(1, dtype=torch.long, device=device))
-        super().__init__(layers=[SlotLayer(self.state) for _ in range(num_layers)])
+        # the same layers as `Cache.layers`, typed as ours (transformers declares a union of its layer kinds)
+        self.slot_layers = [SlotLayer(self.state) for _ in range(num_layers)]
+        super().__init__(layers=list(self.slot_layers))
 
     slots = property(lambda self: self.state.slots)
     max_length = property(lambda self: self.state.max_length)
@@ -112,7 +116,7 @@ class SlotCache(Cache):
         """Copy a prefill cache of K prompts into slots 0..K·repeats−1, prompt k's keys and values into
         slots k·repeats .. k·repeats + repeats − 1 (its G completions share one prefill)."""
         k, width = prefill.rows, prefill.length
-        for mine, theirs in zip(self.layers, prefill.layers, strict=True):
+        for mine, theirs in zip(self.slot_layers, prefill.slot_layers, strict=True):
             if not mine.is_initialized:
                 mine.lazy_initialization(theirs.keys[:0], theirs.values[:0])
             for dst, src in ((mine.keys, theirs.keys), (mine.values, theirs.values)):
@@ -130,9 +134,9 @@ class SlotCache(Cache):
         holes = [s for s in sorted(gone) if s < end]
         movers = [s for s in range(end, self.rows) if s not in gone]
         if holes:
-            device = self.layers[0].keys.device
+            device = self.slot_layers[0].device
             dst, src = torch.tensor(holes, device=device), torch.tensor(movers, device=device)
-            for layer in self.layers:
+            for layer in self.slot_layers:
                 layer.move(dst, src)
         self.rows = end
         return holes, movers

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from rlx.distributed import World, sharded_round
-from rlx.rewards.base import Status, Verdict
+from rlx.rewards.base import Reward, Status, Verdict
 from rlx.rollout.batch import RolloutBatch, concat
 from rlx.rollout.engine import Generation, Generator
 
@@ -76,7 +76,7 @@ class Timer:
     chunks: int = 0
 
 
-def score(reward, completions: list[str], rows: list[dict]) -> list[Verdict]:
+def score(reward: Reward, completions: list[str], rows: list[dict]) -> list[Verdict]:
     """Run the reward; a scorer that raises or returns a non-finite number marks samples INFRA (excluded
     from statistics and counted), never a silent 0 and never a crash of the trainer."""
     try:

@@ -13,6 +13,7 @@ Shapes: N sequences, P prompt columns, T completion columns, V vocabulary.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal, overload
 
 import torch
 from torch import Tensor
@@ -128,6 +129,34 @@ def forward_logprobs(
     # the full rows (rlx.rollout.prefix, tests/rollout/test_prefix.py); positions are cumsum(mask) − 1 there too.
     logits = shared_prefix_logits(model, input_ids, attention_mask, response_width)  # [n, T, V]
     return selective_log_softmax(logits, input_ids[:, -response_width:], temperature, with_entropy=with_entropy)
+
+
+@overload
+def sequence_logprobs(
+    model,
+    input_ids: Tensor,
+    attention_mask: Tensor,
+    response_width: int,
+    temperature: float,
+    micro_batch_size: int | None,
+    *,
+    micro_batch_tokens: int | None = None,
+    with_entropy: Literal[False] = False,
+) -> Tensor: ...
+
+
+@overload
+def sequence_logprobs(
+    model,
+    input_ids: Tensor,
+    attention_mask: Tensor,
+    response_width: int,
+    temperature: float,
+    micro_batch_size: int | None,
+    *,
+    micro_batch_tokens: int | None = None,
+    with_entropy: Literal[True],
+) -> tuple[Tensor, Tensor]: ...
 
 
 def sequence_logprobs(

@@ -6,7 +6,12 @@ from __future__ import annotations
 import torch
 
 from rlx.checks import build_node, check_algorithm
+from rlx.models.adapters import FullFineTuning
+from rlx.module import RLModule
 from rlx.rewards.base import Status, Verdict
+from rlx.rollout.batch import RolloutBatch
+from rlx.rollout.collect import RolloutConfig, generate_and_score
+from rlx.rollout.generate import HFGenerate
 
 
 def bare_trainer(max_steps: int):
@@ -22,6 +27,37 @@ def bare_trainer(max_steps: int):
         enable_progress_bar=False,
         enable_model_summary=False,
         accelerator="cpu",
+    )
+
+
+def bare_module(policy, tokenizer, task, reward, advantage, algo, sampler, **parts) -> RLModule:
+    """An RLModule wired by hand as rlx.train.build wires one (the sampler bound to the training rows, full
+    fine-tuning), sampling with transformers' generate (rollout=hf), writing no samples.jsonl; the run keys are
+    conf/config.yaml's. `parts`: reference=, critic=."""
+    sampler.bind(task.train)
+    return RLModule(
+        policy,
+        tokenizer,
+        task,
+        reward,
+        advantage,
+        algo,
+        sampler,
+        peft=FullFineTuning(),
+        rollout=HFGenerate(overlap_scoring=True),
+        val_batch_size=256,
+        samples_path=None,
+        samples_every=10,
+        samples_per_step=4,
+        **parts,
+    )
+
+
+def scripted_batch(model, tokenizer, rewards, rows, prompts: list[int], config: RolloutConfig) -> RolloutBatch:
+    """One round of `prompts` (indices into `rows`), sampled with transformers' generate (rollout=hf) and
+    scored `rewards` in order, whatever the completions."""
+    return generate_and_score(
+        model, tokenizer, ScriptedReward(rewards), HFGenerate(overlap_scoring=True), rows, prompts, config
     )
 
 

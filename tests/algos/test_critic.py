@@ -10,9 +10,8 @@ from rlx.data.arithmetic import ArithmeticTask
 from rlx.models.critic import Critic
 from rlx.models.tiny import build_tiny_llama
 from rlx.models.tokenizer import build_char_tokenizer
-from rlx.module import RLModule
 from rlx.rewards.base import Status, Verdict
-from tests.algos.helpers import bare_trainer, compose_algo
+from tests.algos.helpers import bare_module, bare_trainer, compose_algo
 
 
 class FirstCharBelowM:
@@ -74,7 +73,7 @@ def ppo_module(tiny, cfg_factory):
     )
     task = ArithmeticTask(10, 20, 10, 0, 0.5, 4, warm_start_min_match=0.0, warm_start_plateau_loss=None)
     critic = algo.critic.build(policy)
-    return RLModule(policy, tok, task, FirstCharBelowM(), advantage, algo, UniformSampler(0), critic=critic)
+    return bare_module(policy, tok, task, FirstCharBelowM(), advantage, algo, UniformSampler(0), critic=critic)
 
 
 def test_ppo_step_trains_the_critic_and_checkpoints_it(tiny, tmp_path, cfg_factory):

@@ -15,13 +15,11 @@ from rlx.data.arithmetic import ArithmeticTask
 from rlx.models.reference import FrozenReference
 from rlx.models.tiny import build_tiny_llama
 from rlx.models.tokenizer import build_char_tokenizer
-from rlx.module import RLModule
 from rlx.rewards.base import Status, Verdict
-from rlx.rollout.collect import RolloutConfig, generate_and_score
-from rlx.rollout.generate import HFGenerate
+from rlx.rollout.collect import RolloutConfig
 from rlx.rollout.logprobs import plan_micro_batches, sequence_logprobs, trim_padding
 from rlx.update import NonFiniteGuard, critic_step, policy_step, prepare
-from tests.algos.helpers import GradCapture, ScriptedReward, bare_trainer, compose_algo
+from tests.algos.helpers import GradCapture, bare_module, bare_trainer, compose_algo, scripted_batch
 
 SPLITS = [["algo.micro_batch_size=3"], ["algo.micro_batch_size=1"], ["algo.micro_batch_tokens=24"]]
 
@@ -33,11 +31,10 @@ def parts():
     task = ArithmeticTask(10, 99, 10, 0, 0.5, 6, warm_start_min_match=0.0, warm_start_plateau_loss=None)
     torch.manual_seed(0)
     rewards = [1.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 0.0, 0.0]
-    batch = generate_and_score(
+    batch = scripted_batch(
         model,
         tok,
-        ScriptedReward(rewards),
-        HFGenerate(overlap_scoring=True),
+        rewards,
         task.train,
         [0, 1, 2],
         RolloutConfig(3, 4, 6, 1.0, None),
@@ -175,7 +172,7 @@ def test_the_default_preset_trains_the_same_with_micro_batches(cfg_factory, spli
         policy = build_tiny_llama(tok, 32, 1, 2, 64, 64, 0.02, seed=0)
         algo, advantage = compose_algo(cfg_factory, "algo.prompts_per_step=4", *extra)
         task = ArithmeticTask(10, 20, 10, 0, 0.5, 4, warm_start_min_match=0.0, warm_start_plateau_loss=None)
-        module = RLModule(
+        module = bare_module(
             policy,
             tok,
             task,

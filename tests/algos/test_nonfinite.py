@@ -11,9 +11,8 @@ from rlx.curriculum.uniform import UniformSampler
 from rlx.data.arithmetic import ArithmeticTask
 from rlx.models.tiny import build_tiny_llama
 from rlx.models.tokenizer import build_char_tokenizer
-from rlx.module import RLModule
 from rlx.update import NonFiniteUpdates
-from tests.algos.helpers import ScriptedReward, bare_trainer, compose_algo
+from tests.algos.helpers import ScriptedReward, bare_module, bare_trainer, compose_algo
 
 
 class PoisonedLoss:
@@ -44,7 +43,7 @@ def run(cfg_factory, poisoned: set[int], steps: int):
     )
     algo.policy_loss = PoisonedLoss(algo.policy_loss, poisoned)
     task = ArithmeticTask(10, 20, 10, 0, 0.5, 4, warm_start_min_match=0.0, warm_start_plateau_loss=None)
-    module = RLModule(policy, tok, task, ScriptedReward([1.0, 0.0] * 4), advantage, algo, UniformSampler(0))
+    module = bare_module(policy, tok, task, ScriptedReward([1.0, 0.0] * 4), advantage, algo, UniformSampler(0))
     trainer = bare_trainer(max_steps=steps)
     before = [p.detach().clone() for p in policy.parameters()]
     return module, trainer, before

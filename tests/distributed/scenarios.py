@@ -211,10 +211,9 @@ def rlx_update(preset: str, world: World, fsdp: bool = False) -> dict:
     from rlx.models.reference import FrozenReference
     from rlx.models.tiny import build_tiny_llama
     from rlx.models.tokenizer import build_char_tokenizer
-    from rlx.rollout.collect import RolloutConfig, generate_and_score
-    from rlx.rollout.generate import HFGenerate
+    from rlx.rollout.collect import RolloutConfig
     from rlx.update import NonFiniteGuard, prepare, update
-    from tests.algos.helpers import ScriptedReward
+    from tests.algos.helpers import scripted_batch
     from tests.conftest import compose_config
 
     cfg = compose_config([*COMMON, *FULL_BATCH, *PRESETS[preset]], run_dir="/tmp/unused")
@@ -225,11 +224,10 @@ def rlx_update(preset: str, world: World, fsdp: bool = False) -> dict:
     model = build_tiny_llama(tok, 32, 2, 2, 64, 64, 0.5, seed=0).double()
     g = algo.group_size
     rewards = [float(x) for x in torch.randint(0, 2, (6 * g,), generator=torch.Generator().manual_seed(1))]
-    batch = generate_and_score(
+    batch = scripted_batch(
         model,
         tok,
-        ScriptedReward(rewards),
-        HFGenerate(overlap_scoring=True),
+        rewards,
         task.train,
         list(range(6)),
         RolloutConfig(6, g, 6, 1.0, None),

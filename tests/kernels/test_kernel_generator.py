@@ -4,24 +4,19 @@ tests/kernels/test_kernel_sandbox.py runs the answers)."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
 
 from rlx.checks import build_node
 from rlx.data.kernels.generator import block_plan, generate
 from rlx.data.kernels.ops import BINARY, ROWS, UNARY
 from rlx.data.kernels.task import CODE_ONLY, CORRUPTIONS, PLAN_ONLY, KernelTask
 from rlx.errors import ConfigError
-
-CONF = str(Path(__file__).resolve().parents[2] / "conf")
+from tests.conftest import compose_config
 
 
 def kernels_task(*overrides: str) -> KernelTask:
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        cfg = compose(config_name="config", overrides=["reward=triton", *overrides])
-    return build_node(cfg, "data")
+    return build_node(compose_config(["reward=triton", *overrides]), "data")
 
 
 @pytest.fixture(scope="module")

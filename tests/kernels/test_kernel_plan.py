@@ -3,21 +3,18 @@ the generated problems, then the token-class parser splitting the same completio
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
-from hydra import compose, initialize_config_dir
-from hydra.utils import instantiate
 
+from rlx.checks import build_node
 from rlx.data.kernels.generator import IMPORTS, block_plan, generate
 from rlx.data.kernels.ops import BINARY, ROWS, UNARY
 from rlx.data.kernels.task import CODE_ONLY, CORRUPTIONS
 from rlx.models.tokenizer import build_char_tokenizer
 from rlx.rewards.triton.plan import Plan, plan_score, read_plan
 from rlx.rollout.batch import RolloutBatch
+from tests.conftest import compose_config
 
-CONF = str(Path(__file__).resolve().parents[2] / "conf")
 KERNEL = """@triton.jit
 def k(xp,o,n,B:tl.constexpr):
  c=tl.arange(0,B)
@@ -96,9 +93,7 @@ def test_every_reference_plan_scores_and_plan_corruptions_lose_it():
 
 
 def token_class_estimator():
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        cfg = compose(config_name="config", overrides=["reward=triton", "advantage=token_class"])
-    estimator = instantiate(cfg.advantage, _convert_="all")
+    estimator = build_node(compose_config(["reward=triton", "advantage=token_class"]), "advantage")
     estimator.bind(build_char_tokenizer())
     return estimator
 

@@ -14,15 +14,17 @@ import torch
 
 from rlx.data.kernels.generator import IMPORTS, generate
 from rlx.rewards.base import Status
+from rlx.rewards.sandbox.records import RunResult
 from rlx.rewards.triton.reward import decide
 from rlx.rewards.triton.tensors import encode_tensor
+from tests.rewards.sandbox_helpers import clean_run
 
 REPO = Path(__file__).resolve().parents[2]
 CHECKS = {"parses": True, "defines_model_new": True, "defines_jit_kernel": True}
 OUTPUT = encode_tensor(torch.arange(6, dtype=torch.float32).view(2, 3))
 
 
-def result(*timing: dict, trial: dict | None = None) -> dict:
+def result(*timing: dict, trial: dict | None = None) -> RunResult:
     """A clean sandbox run: three trials, then the given timing records."""
     record = {
         "output": OUTPUT,
@@ -32,16 +34,7 @@ def result(*timing: dict, trial: dict | None = None) -> dict:
         "inputs_unchanged": True,
         **(trial or {}),
     }
-    return {
-        "records": [{"trial": t, **record} for t in range(3)] + list(timing),
-        "overflow": False,
-        "signal": None,
-        "timed_out": False,
-        "cpu_s": 0.1,
-        "cpu_limit_s": 5,
-        "wall_s": 0.2,
-        "output_tail": "",
-    }
+    return clean_run([{"trial": t, **record} for t in range(3)] + list(timing))
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ import pytest
 from sandbox_helpers import STDLIB_PRELOAD, processes_of
 
 from rlx.rewards.base import Status
+from rlx.rewards.sandbox.records import RunResult
 from rlx.rewards.unit_tests import UnitTestsReward, decide, encode
 
 ROW = {"tests": ["assert add(1, 2) == 3"]}
@@ -19,7 +20,7 @@ LIMITS = dict(wall_s=3.0, cpu_s=2, memory_mb=256, nproc=16, fsize_mb=1, disk_mb=
 
 
 def test_infra_result_is_labelled_infra():
-    assert decide({"infra": "mount failed"}, [encode(3)], "fraction").status == Status.INFRA
+    assert decide(RunResult.broken("mount failed"), [encode(3)], "fraction").status == Status.INFRA
 
 
 @pytest.mark.slow

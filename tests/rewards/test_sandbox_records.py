@@ -3,9 +3,12 @@ record's shape (a candidate can write to the record pipe too) parses to None ins
 
 from __future__ import annotations
 
-import pytest
+import json
 
-from rlx.rewards.sandbox.records import CallOutcome, Event, events
+import pytest
+from sandbox_helpers import clean_run
+
+from rlx.rewards.sandbox.records import CallOutcome, Event, RunResult, Timing, Trial, events
 from rlx.rewards.sandbox.values import encode
 
 
@@ -52,3 +55,37 @@ def test_fields_of_the_wrong_type_are_dropped_not_trusted():
 def test_events_keeps_the_well_formed_events_in_order():
     records = [{"event": "loaded"}, {"test": 0, "value": ["none"]}, {"event": 1}, {"event": "done", "ms": 2.0}]
     assert events(records) == [Event("loaded"), Event("done")]
+
+
+def test_a_run_result_survives_the_servers_pipe_and_a_broken_reply_is_refused():
+    result = clean_run([{"event": "loaded"}, {"test": 0, "value": ["int", "3"]}], bad_records=1)
+    assert RunResult.from_json(json.loads(json.dumps(result.to_json()))) == result
+    broken = RunResult.broken("mount failed", wall_s=0.2)
+    assert RunResult.from_json(broken.to_json()) == broken and broken.infra == "mount failed"
+    with pytest.raises(TypeError):  # what the pool turns into INFRA
+        RunResult.from_json({**result.to_json(), "verdict": "PASS"})
+    with pytest.raises((TypeError, KeyError)):
+        RunResult.from_json({"records": []})
+
+
+def test_kernel_trial_and_timing_records_round_trip_and_forgeries_are_dropped():
+    trial = Trial(0, {"dtype": "torch.float32"}, None, 2, ({"B": 128},), (), True, True)
+    assert Trial.parse(json.loads(json.dumps(trial.to_json()))) == trial
+    failed = Trial(1, error="RuntimeError: boom")  # what raised: no output, counted launches default to none
+    assert Trial.parse(failed.to_json()) == failed and "output" not in failed.to_json()
+    for forged in (
+        {"trial": True},
+        {"trial": 0, "launches": "9"},
+        {"trial": 0, "refused": "x"},
+        {"trial": 0, "canaries_ok": 1},
+        {"trial": 0, "blocks": [["B", 128]]},
+        {"trial": 0, "output": 3},
+    ):
+        assert Trial.parse(forged) is None, forged
+    timing = Timing(ms=0.25)
+    assert timing.to_json() == {"event": "timing", "ms": 0.25, "refused": []}  # the harness's wire format
+    assert Timing.parse(timing.to_json()) == timing
+    assert Timing.parse({"event": "timing", "ms": float("nan"), "refused": []}) == Timing()  # no usable time
+    assert Timing.parse({"event": "timing", "ms": True, "refused": []}) == Timing()
+    assert Timing.parse({"event": "timing", "ms": 1.0, "refused": "relu"}) is None
+    assert Timing.parse({"event": "done"}) is None

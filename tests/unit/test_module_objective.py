@@ -9,11 +9,10 @@ import torch
 from rlx.data.arithmetic import ArithmeticTask
 from rlx.models.tiny import build_tiny_llama
 from rlx.models.tokenizer import build_char_tokenizer
-from rlx.rollout.collect import RolloutConfig, generate_and_score
-from rlx.rollout.generate import HFGenerate
+from rlx.rollout.collect import RolloutConfig
 from rlx.rollout.logprobs import selective_log_softmax, sequence_logprobs
 from rlx.update import NonFiniteGuard, policy_step, prepare
-from tests.algos.helpers import GradCapture, ScriptedReward, compose_algo
+from tests.algos.helpers import GradCapture, compose_algo, scripted_batch
 
 
 @pytest.fixture(scope="module")
@@ -35,11 +34,10 @@ def batch_gradient(parts, cfg_factory, rewards, rows_to_keep=None):
         "algo.max_grad_norm=1e9",
     )  # no clipping: raw gradients
     torch.manual_seed(0)
-    batch = generate_and_score(
+    batch = scripted_batch(
         model,
         tok,
-        ScriptedReward(rewards),
-        HFGenerate(overlap_scoring=True),
+        rewards,
         task.train,
         [0, 1],
         RolloutConfig(2, 4, 4, 1.0, None),

@@ -107,7 +107,7 @@ class KernelTask(Task):
             raise ValueError(
                 f"data.shapes must be a non-empty list of [rows, cols] with 1 <= rows, cols <= 4096 (got {shapes})"
             )
-        problems = generate([tuple(s) for s in shapes], list(dtypes), list(unary), list(binary), list(rows), fused)
+        problems = generate([(s[0], s[1]) for s in shapes], list(dtypes), list(unary), list(binary), list(rows), fused)
         if not 0 < val_size < len(problems):
             raise ValueError(
                 f"data.val_size must be in (0, {len(problems)}): these operations, shapes, dtypes and "

@@ -22,6 +22,7 @@ import threading
 from pathlib import Path
 
 from rlx.rewards.sandbox.isolation import Limits
+from rlx.rewards.sandbox.records import RunResult
 from rlx.rewards.sandbox.server import BACKSTOP_S, read_frame, write_frame
 
 REPO_ROOT = str(Path(__file__).resolve().parents[3])
@@ -67,7 +68,7 @@ class SandboxWorker:
             return None
         return read_frame(fd)
 
-    def run(self, request: dict, wall_s: float) -> dict:
+    def run(self, request: dict, wall_s: float) -> RunResult:
         if self.process is not None and self.process.poll() is not None:
             log.warning(
                 "sandbox server %d (uid %d) exited with status %s between requests; restarting it",
@@ -93,8 +94,11 @@ class SandboxWorker:
                 error,
             )
             self.stop()
-            return {"infra": error}
-        return reply
+            return RunResult.broken(error)
+        try:
+            return RunResult.from_json(reply)
+        except (TypeError, KeyError) as err:  # the server's reply is not a result: the sandbox broke
+            return RunResult.broken(f"sandbox server sent a malformed reply ({type(err).__name__}: {err})")
 
     def stop(self) -> None:
         """Kill the server's whole process group (a supervisor or candidate it left behind too), even when the
@@ -123,12 +127,12 @@ class SandboxPool:
         self.workers = [SandboxWorker(base_uid + i, tuple(preload), dict(env)) for i in range(workers)]
         self.uids = [w.uid for w in self.workers]
 
-    def run(self, requests: list[tuple[str, dict, Limits]]) -> list[dict]:
+    def run(self, requests: list[tuple[str, dict, Limits]]) -> list[RunResult]:
         """requests: (harness "module:function", payload, limits) triples."""
         todo: queue.Queue = queue.Queue()
         for index, request in enumerate(requests):
             todo.put((index, request))
-        results: list[dict | None] = [None] * len(requests)
+        results: list[RunResult | None] = [None] * len(requests)
 
         def drain(worker: SandboxWorker) -> None:
             while True:
@@ -148,7 +152,7 @@ class SandboxPool:
                     )
                 except RuntimeError as err:  # the server did not start (killed or crashed while importing)
                     log.warning("%s; its sample is INFRA and the server is restarted for the next one", err)
-                    results[index] = {"infra": str(err)}
+                    results[index] = RunResult.broken(str(err))
 
         threads = [threading.Thread(target=drain, args=(w,), daemon=True) for w in self.workers]
         for thread in threads:

@@ -8,8 +8,9 @@ Why three levels: C must stay outside the new PID namespace to enforce the wall 
 the kernel then kills every process left in the namespace, detached grandchildren included). G exists
 because PID 1 ignores default-action signals such as SIGXCPU, so the candidate must not be PID 1.
 The harness inside H writes JSON-line records to a pipe that C reads (capped); C never runs candidate
-code and decides nothing: it reports exit status, timing and records, and the trusted reward, in the
-trainer process, turns them into a verdict. Exit code 0 means nothing.
+code and decides nothing: it reports exit status, timing and records (a RunResult,
+rlx.rewards.sandbox.records), and the trusted reward, in the trainer process, turns them into a verdict.
+Exit code 0 means nothing.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from rlx.rewards.sandbox.isolation import (
     private_filesystem,
     unshare_namespaces,
 )
+from rlx.rewards.sandbox.records import RunResult
 
 Harness = Callable[[dict, Callable[[dict], None]], None]
 WORK_DIR = "/tmp/work"
@@ -105,7 +107,7 @@ def _read_records(raw: bytes) -> tuple[list[dict], int]:
     return records, bad
 
 
-def _supervise(init_pid: int, record_fd: int, limits: Limits, start: float) -> dict:
+def _supervise(init_pid: int, record_fd: int, limits: Limits, start: float) -> RunResult:
     """C's loop: collect records under the cap until G exits or the wall clock runs out."""
     cap = limits.record_cap_kb * 1024
     raw, timed_out, overflow = bytearray(), False, False
@@ -145,20 +147,20 @@ def _supervise(init_pid: int, record_fd: int, limits: Limits, start: float) -> d
         raw += chunk
     records, bad = _read_records(bytes(raw[:cap]))
     code = os.waitstatus_to_exitcode(status)
-    return {
-        "records": records,
-        "bad_records": bad,
-        "exit_code": code if 0 <= code < 128 else None,
-        "signal": code - 128 if code >= 128 else (-code if code < 0 else None),
-        "timed_out": timed_out,
-        "overflow": overflow,
-        "wall_s": round(time.monotonic() - start, 4),
-        "cpu_s": round(usage.ru_utime + usage.ru_stime, 4),
-        "max_rss_mb": round(usage.ru_maxrss / 1024, 1),
-        "output_tail": _output_tail(),
-        "cpu_limit_s": limits.cpu_s,
-        "infra": None,
-    }
+    return RunResult(
+        infra=None,
+        records=tuple(records),
+        bad_records=bad,
+        exit_code=code if 0 <= code < 128 else None,
+        signal=code - 128 if code >= 128 else (-code if code < 0 else None),
+        timed_out=timed_out,
+        overflow=overflow,
+        wall_s=round(time.monotonic() - start, 4),
+        cpu_s=round(usage.ru_utime + usage.ru_stime, 4),
+        max_rss_mb=round(usage.ru_maxrss / 1024, 1),
+        cpu_limit_s=limits.cpu_s,
+        output_tail=_output_tail(),
+    )
 
 
 def _output_tail() -> str:
@@ -191,9 +193,9 @@ def supervisor(
         os.close(record_w)
         result = _supervise(init_pid, record_r, limits, start)
     except BaseException as err:  # noqa: BLE001 - any failure here is the sandbox's, reported as INFRA
-        result = {"infra": f"{type(err).__name__}: {err}", "wall_s": round(time.monotonic() - start, 4)}
+        result = RunResult.broken(f"{type(err).__name__}: {err}", wall_s=round(time.monotonic() - start, 4))
     try:
-        data = json.dumps(result).encode()
+        data = json.dumps(result.to_json()).encode()
         while data:
             data = data[os.write(result_fd, data) :]
         os.close(result_fd)  # EOF now: the server need not wait for this process's namespace teardown

@@ -4,7 +4,8 @@ Forking from the trainer would copy a torch-sized address space per sample (≈1
 memory; this process imports only what the harnesses need (`python -m rlx.rewards.sandbox.server MODULE...`
 preloads those modules, e.g. torch and triton for kernels, once). Protocol on stdin/stdout: frames of an
 8-byte big-endian length and a JSON object. Requests: {"harness": "module:function", "payload", "limits",
-"uid", "env", "hide"}; replies: the runner's result dict. A "ready" frame is sent after preloading.
+"uid", "env", "hide"}; replies: a RunResult's JSON (rlx.rewards.sandbox.records). A "ready" frame is sent
+after preloading.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import sys
 import time
 
 from rlx.rewards.sandbox.isolation import Limits
+from rlx.rewards.sandbox.records import RunResult
 from rlx.rewards.sandbox.runner import supervisor
 
 BACKSTOP_S = 15.0  # beyond the wall limit, a supervisor that has not answered is itself broken
@@ -87,7 +89,9 @@ def run_request(request: dict, protocol_fds: tuple[int, int]) -> dict:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
             os.close(result_r)
-            return {"infra": f"sandbox supervisor did not report within {limits.wall_s + BACKSTOP_S:.0f} s"}
+            return RunResult.broken(
+                f"sandbox supervisor did not report within {limits.wall_s + BACKSTOP_S:.0f} s"
+            ).to_json()
         chunk = os.read(result_r, 1 << 20)
         if not chunk:
             break
@@ -97,7 +101,7 @@ def run_request(request: dict, protocol_fds: tuple[int, int]) -> dict:
     try:
         return json.loads(raw)
     except ValueError:
-        return {"infra": f"sandbox supervisor sent a malformed result ({len(raw)} bytes)"}
+        return RunResult.broken(f"sandbox supervisor sent a malformed result ({len(raw)} bytes)").to_json()
 
 
 def main() -> None:

@@ -1,18 +1,19 @@
 """Runs inside the sandboxed candidate process: builds the task's Model (mode "reference") or the
 candidate's ModelNew (mode "candidate"), runs it on seeded inputs and emits one record per trial.
 
-Record per trial: {"trial", "output" (encoded tensor) | "error", "launches" (count), "blocks" (the integer
-keyword arguments of the first 8 launches, e.g. [{"B": 128}]), "refused" (torch calls the allow-list refused),
-"canaries_ok", "inputs_unchanged"}; then optionally {"timing_ms"} (CUDA only) and
-{"event": "done"}. Expected outputs come from a separate reference run and never enter this process.
+Records (rlx.rewards.sandbox.records, the one place their fields are described): events loaded / oom /
+load_error, one Trial per seeded input, then a Timing when the payload asks for one (CUDA only) and the done
+event. Expected outputs come from a separate reference run and never enter this process.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections.abc import Callable
 
 from rlx.rewards.sandbox.guard import install_guard
+from rlx.rewards.sandbox.records import Event, Timing, Trial
 from rlx.rewards.triton.guards import ForwardGuard, canaries_intact, count_launches, padded
 from rlx.rewards.triton.tensors import encode_tensor
 
@@ -49,7 +50,9 @@ def run(payload: dict, emit: Callable[[dict], None]) -> None:
 
     device, candidate = payload["device"], payload["mode"] == "candidate"
     install_guard(emit, allow_processes=device == "cuda", allow_ctypes=True)
-    counter, blocks, guard_box = [0], [], [None]
+    counter = [0]  # launches counted by the launch wrapper, with the block keywords of the first 8
+    blocks: list[dict[str, int]] = []
+    guard_box: list[ForwardGuard | None] = [None]  # the guard of the forward running now, if any
     count_launches(guard_box, counter, blocks)
     namespace: dict = {"__name__": "__task__"}
     try:
@@ -63,12 +66,12 @@ def run(payload: dict, emit: Callable[[dict], None]) -> None:
         if hasattr(model, "to"):
             model = model.to(device)
     except MemoryError:
-        emit({"event": "oom"})
+        emit(Event("oom").to_json())
         return
     except BaseException as err:  # noqa: BLE001
-        emit({"event": "load_error", "error": _name(err).split(":")[0], "detail": _name(err)})
+        emit(Event("load_error", error=_name(err).split(":")[0], detail=_name(err)).to_json())
         return
-    emit({"event": "loaded"})
+    emit(Event("loaded").to_json())
     for trial, seed in enumerate(payload["seeds"]):
         torch.manual_seed(seed)
         registry: list = []
@@ -79,7 +82,7 @@ def run(payload: dict, emit: Callable[[dict], None]) -> None:
         guard = ForwardGuard(registry) if candidate else None
         counter[0], guard_box[0] = 0, guard
         blocks.clear()
-        record: dict = {"trial": trial}
+        encoded, error = None, None
         try:
             if guard is not None:
                 with guard:
@@ -88,25 +91,30 @@ def run(payload: dict, emit: Callable[[dict], None]) -> None:
                 output = model(*inputs)
             if device == "cuda":
                 torch.cuda.synchronize()
-            record["output"] = encode_tensor(output) if isinstance(output, torch.Tensor) else None
-            if record["output"] is None:
-                record["error"] = f"forward returned {type(output).__name__}, not a tensor"
+            if isinstance(output, torch.Tensor):
+                encoded = encode_tensor(output)
+            else:
+                error = f"forward returned {type(output).__name__}, not a tensor"
         except MemoryError:
-            emit({"event": "oom"})
+            emit(Event("oom").to_json())
             return
         except BaseException as err:  # noqa: BLE001
-            record["error"] = _name(err)
+            error = _name(err)
         guard_box[0] = None
-        record.update(
-            launches=counter[0],
-            blocks=list(blocks),
-            refused=guard.refused if guard else [],
-            canaries_ok=canaries_intact(registry),
-            inputs_unchanged=all(
-                not isinstance(a, torch.Tensor) or torch.equal(a, b) for a, b in zip(inputs, before, strict=True)
-            ),
+        unchanged = all(
+            not isinstance(a, torch.Tensor) or torch.equal(a, b) for a, b in zip(inputs, before, strict=True)
         )
-        emit(record)
+        record = Trial(
+            trial,
+            output=encoded,
+            error=error,
+            launches=counter[0],
+            blocks=tuple(blocks),
+            refused=tuple(guard.refused) if guard else (),
+            canaries_ok=canaries_intact(registry),
+            inputs_unchanged=unchanged,
+        )
+        emit(record.to_json())
     if payload["time"]:  # the reward asks for timing only on a GPU
         torch.manual_seed(payload["seeds"][0])
         inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in namespace["get_inputs"]()]
@@ -120,13 +128,8 @@ def run(payload: dict, emit: Callable[[dict], None]) -> None:
                 return model(*inputs)
 
         try:
-            emit(
-                {
-                    "event": "timing",
-                    "ms": _time_cuda(call, payload["time_repeats"]),
-                    "refused": guard.refused if guard else [],
-                }
-            )
+            timing = Timing(ms=_time_cuda(call, payload["time_repeats"]))
         except BaseException as err:  # noqa: BLE001  a forward that breaks only while timed earns no speedup
-            emit({"event": "timing", "error": _name(err), "refused": guard.refused if guard else []})
-    emit({"event": "done"})
+            timing = Timing(error=_name(err))
+        emit(dataclasses.replace(timing, refused=tuple(guard.refused) if guard else ()).to_json())
+    emit(Event("done").to_json())

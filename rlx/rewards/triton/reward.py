@@ -24,11 +24,11 @@ from __future__ import annotations
 import ast
 import dataclasses
 import hashlib
-import math
 
 from rlx.rewards.base import Status, Verdict
 from rlx.rewards.sandbox.isolation import Limits
 from rlx.rewards.sandbox.pool import SandboxPool
+from rlx.rewards.sandbox.records import RunResult, Timing, Trial
 from rlx.rewards.triton.plan import plan_score
 from rlx.rewards.triton.tensors import compare
 from rlx.rewards.unit_tests import extract_code
@@ -54,7 +54,17 @@ def static_checks(code: str) -> dict[str, bool]:
     return checks
 
 
-def decide(checks: dict, result: dict, reference: dict, speedup_cap: float, speedup_weight: float) -> Verdict:
+def trial_records(result: RunResult) -> dict[int, Trial]:
+    """The first well-formed record of each trial index (a later, or malformed, one for the same index is
+    ignored: the candidate may write records too)."""
+    found: dict[int, Trial] = {}
+    for trial in map(Trial.parse, result.records):
+        if trial is not None and trial.trial not in found:
+            found[trial.trial] = trial
+    return found
+
+
+def decide(checks: dict, result: RunResult, reference: RunResult, speedup_cap: float, speedup_weight: float) -> Verdict:
     """Verdict from static checks, the candidate's sandbox result and the reference run's result."""
     zero = {"valid": 0.0, "compiled": 0.0, "correct": 0.0, "fast_1": 0.0}
     if not (checks["parses"] and checks["defines_model_new"]):
@@ -62,29 +72,28 @@ def decide(checks: dict, result: dict, reference: dict, speedup_cap: float, spee
     if not checks["defines_jit_kernel"]:
         return Verdict(0.0, Status.VIOLATION, zero, {"checks": checks, "reason": "no @triton.jit kernel"})
     status, why = run_status(reference)
-    if status is not None or len([r for r in reference["records"] if "trial" in r]) == 0:
+    expected = {t: r.output for t, r in trial_records(reference).items() if r.output is not None}
+    if status is None and len(expected) < len(trial_records(reference)):
+        status, why = Status.INFRA, "its forward returned no tensor"
+    if status is not None or not expected:
         return Verdict(0.0, Status.INFRA, {}, {"checks": checks, "reason": f"reference run failed: {why}"})
     status, why = run_status(result)
-    base = {"wall_s": result.get("wall_s"), "output_tail": result.get("output_tail")}
+    base = {"wall_s": result.wall_s, "output_tail": result.output_tail}
     if status is not None:
         return Verdict(0.0, status, zero, {**base, "checks": checks, "reason": why})
-    expected = {r["trial"]: r for r in reference["records"] if "trial" in r}
-    trials = {}
-    for record in result["records"]:
-        if isinstance(record.get("trial"), int) and record["trial"] not in trials:
-            trials[record["trial"]] = record
-    got = [trials.get(t, {}) for t in sorted(expected)]
-    errors = [r.get("error") for r in got if r.get("error") or not r]
+    found = trial_records(result)
+    got = [found.get(t) for t in sorted(expected)]  # None: the trial left no record
+    errors = [r.error if r else None for r in got if r is None or r.error]
     comparisons = [
-        compare(r.get("output"), expected[t]["output"]) if "output" in r and r["output"] else (False, "")
+        compare(r.output, expected[t]) if r and r.output else (False, "")
         for t, r in zip(sorted(expected), got, strict=True)
     ]
     checks = {
         **checks,
-        "launched": all(r.get("launches", 0) > 0 for r in got),
-        "no_fallback": not any(r.get("refused") for r in got),
-        "in_bounds": all(r.get("canaries_ok") is True for r in got),
-        "inputs_unchanged": all(r.get("inputs_unchanged") is True for r in got),
+        "launched": all(r is not None and r.launches > 0 for r in got),
+        "no_fallback": not any(r is not None and r.refused for r in got),
+        "in_bounds": all(r is not None and r.canaries_ok for r in got),
+        "inputs_unchanged": all(r is not None and r.inputs_unchanged for r in got),
         "compiled": not errors,
         "correct": all(ok for ok, _ in comparisons),
     }
@@ -115,17 +124,16 @@ def decide(checks: dict, result: dict, reference: dict, speedup_cap: float, spee
     return Verdict(1.0 + term, Status.PASS, components, details)
 
 
-def _speedup(result: dict, reference: dict) -> float | None:
+def _speedup(result: RunResult, reference: RunResult) -> float | None:
     """Reference ms / candidate ms from the harness's timing records (GPU only); None where either is missing,
     broke, or the candidate made a refused torch call while it was timed."""
 
-    def ms(res: dict, candidate: bool) -> float | None:
-        found = [r for r in res["records"] if r.get("event") == "timing"]
-        value = found[0].get("ms") if found else None
-        if candidate and found and found[0].get("refused"):
+    def ms(res: RunResult, candidate: bool) -> float | None:
+        found = [r for r in res.records if r.get("event") == "timing"]
+        timing = Timing.parse(found[0]) if found else None
+        if timing is None or (candidate and timing.refused):
             return None
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
-        return float(value) if ok else None
+        return timing.ms
 
     new, ref = ms(result, True), ms(reference, False)
     return None if new is None or ref is None else ref / new
@@ -170,7 +178,7 @@ class TritonReward:
             hide=tuple(hide),
             base_uid=base_uid,
         )
-        self._references: dict[str, dict] = {}
+        self._references: dict[str, RunResult] = {}
 
     def _payload(self, source: str, mode: str, candidate: str) -> dict:
         return {
@@ -184,7 +192,7 @@ class TritonReward:
             "time_repeats": self.time_repeats,
         }
 
-    def _references_for(self, sources: list[str]) -> dict[str, dict]:
+    def _references_for(self, sources: list[str]) -> dict[str, RunResult]:
         """Reference results by source hash; clean runs are cached for the rest of training."""
         keys = {hashlib.sha256(s.encode()).hexdigest(): s for s in sources}
         missing = sorted(k for k in keys if k not in self._references)
@@ -213,7 +221,7 @@ class TritonReward:
         verdicts = [
             decide(
                 checks[i],
-                results.get(i, {"infra": "not run"}),
+                results.get(i, RunResult.broken("not run")),
                 references[hashlib.sha256(row["source"].encode()).hexdigest()],
                 self.speedup_cap,
                 self.speedup_weight,
@@ -226,12 +234,12 @@ class TritonReward:
         ]
 
     def _with_plan(
-        self, verdict: Verdict, completion: str, code: str, result: dict | None, reference: str | None
+        self, verdict: Verdict, completion: str, code: str, result: RunResult | None, reference: str | None
     ) -> Verdict:
         if verdict.status == Status.INFRA:
             return verdict
-        first = [r for r in (result or {}).get("records", []) if isinstance(r, dict) and r.get("trial") == 0]
-        plan = plan_score(completion, code, first[0].get("blocks") if first else None, reference)
+        first = trial_records(result).get(0) if result is not None else None
+        plan = plan_score(completion, code, list(first.blocks) if first else None, reference)
         return dataclasses.replace(
             verdict, reward=verdict.reward + self.plan_weight * plan, components={**verdict.components, "plan": plan}
         )
