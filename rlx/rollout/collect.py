@@ -169,7 +169,7 @@ class Scoring:
     reward with several sandbox workers gets as many as are ready), and each verdict goes to its own row. A
     reward that scores each completion on its own gives the verdicts of one call over the whole generation."""
 
-    def __init__(self, reward, rows: list[dict], pool) -> None:
+    def __init__(self, reward: Reward, rows: list[dict], pool) -> None:
         self.reward, self.rows, self.pool = reward, rows, pool
         self.lock = threading.Lock()
         self.pending: list[tuple[int, str]] = []  # (row, text) reported, not yet taken by a reward call
