@@ -2,16 +2,19 @@
 curriculum wants, over as many generation rounds as it allows.
 
 Within a round, generation runs in chunks of `generation_batch_size` sequences (whole groups), so the KV cache
-holds one chunk at a time. Scoring a chunk runs on a worker thread while the next chunk generates: the
-rewards do their heavy work in other processes (sandbox servers, the math_verify worker) or in torch-free
-Python that is short, so the generating thread keeps the cores. One worker thread keeps the reward's calls
-sequential, as they always were.
+holds one chunk at a time. With `rollout.overlap_scoring`, scoring runs on a worker thread while generation
+goes on: the completions the engine reports finished (eos) as it decodes the rest, then the chunk's truncated
+ones while the next chunk generates. The rewards do their heavy work in other processes (sandbox servers, the
+math_verify worker) or in torch-free Python that is short, so the generating thread keeps the cores. One
+worker thread keeps the reward's calls sequential, as they always were; each verdict goes to its row, so the
+batch is the one a single call per chunk gives (for a reward that scores each completion on its own).
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -128,19 +131,17 @@ def generate_and_score(
     config: RolloutConfig,
     timer: Timer | None = None,
 ) -> RolloutBatch:
-    """One round: the prompts `indices`, G completions each, generated chunk by chunk while the previous
-    chunk is scored on a worker thread; groups come back in the order of `indices` (group i = rows i·G ..)."""
+    """One round: the prompts `indices`, G completions each, generated chunk by chunk; with
+    `engine.overlap_scoring` each chunk's completions are scored on a worker thread as the engine reports them
+    finished, and the rest once the chunk is generated, while the next chunk generates. Groups come back in the
+    order of `indices` (group i = rows i·G ..)."""
     timer = timer if timer is not None else Timer()
     g = config.group_size
-    chunks = config.chunks(list(indices))
-    pending: list[tuple[Generation, list[int], Future]] = []
-    # A single chunk has nothing to overlap with: it is scored on this thread.
-    with (
-        ThreadPoolExecutor(max_workers=1, thread_name_prefix="rlx-score")
-        if engine.overlap_scoring and len(chunks) > 1
-        else Inline() as pool
-    ):
-        for chunk in chunks:
+    stream = engine.overlap_scoring
+    scored: list[tuple[Generation, list[int], Scoring]] = []
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rlx-score") if stream else Inline() as pool:
+        for chunk in config.chunks(list(indices)):
+            scoring = Scoring(reward, [rows[i] for i in chunk for _ in range(g)], pool)
             start = time.perf_counter()
             gen = engine(
                 policy,
@@ -150,18 +151,71 @@ def generate_and_score(
                 config.temperature,
                 greedy=False,
                 repeats=g,
+                on_finished=scoring.add if stream else None,
             )
             timer.generate += time.perf_counter() - start
             timer.chunks += 1
-            chunk_rows = [rows[i] for i in chunk for _ in range(g)]
-            pending.append((gen, chunk, pool.submit(timed_score, reward, gen.texts, chunk_rows)))
-        scored = []
-        for gen, chunk, future in pending:
-            verdicts, seconds = future.result()
-            timer.score += seconds
-            scored.append((gen, chunk, verdicts))
-    names = sorted({k for _, _, verdicts in scored for v in verdicts for k in v.components})
-    return concat([to_batch(gen, verdicts, chunk, g, names) for gen, chunk, verdicts in scored], tokenizer.pad_token_id)
+            scoring.finish(gen.texts)
+            scored.append((gen, chunk, scoring))
+        verdicts = [scoring.verdicts(timer) for _, _, scoring in scored]
+    names = sorted({k for vs in verdicts for v in vs for k in v.components})
+    batches = [to_batch(gen, vs, chunk, g, names) for (gen, chunk, _), vs in zip(scored, verdicts, strict=True)]
+    return concat(batches, tokenizer.pad_token_id)
+
+
+class Scoring:
+    """One generation's verdicts, scored on `pool` (one worker thread, or `Inline`) as its completions are
+    reported final: each reward call takes every completion reported and not yet scored, in row order (so a
+    reward with several sandbox workers gets as many as are ready), and each verdict goes to its own row. A
+    reward that scores each completion on its own gives the verdicts of one call over the whole generation."""
+
+    def __init__(self, reward: Reward, rows: list[dict], pool) -> None:
+        self.reward, self.rows, self.pool = reward, rows, pool
+        self.lock = threading.Lock()
+        self.pending: list[tuple[int, str]] = []  # (row, text) reported, not yet taken by a reward call
+        self.reported: dict[int, str] = {}
+        self.results: list[Verdict | None] = [None] * len(rows)
+        self.futures: list[Future] = []
+        self.seconds = 0.0  # time inside the reward (its calls run one at a time, on the pool's thread)
+
+    def add(self, rows: list[int], texts: list[str]) -> None:
+        """`on_finished`: these rows' completions are final (rlx.rollout.engine.Generator)."""
+        for row, text in zip(rows, texts, strict=True):
+            if row in self.reported:
+                raise RuntimeError(f"the rollout engine reported row {row} finished twice")
+            self.reported[row] = text
+        with self.lock:
+            self.pending += zip(rows, texts, strict=True)
+        self.futures.append(self.pool.submit(self._score_pending))
+
+    def finish(self, texts: list[str]) -> None:
+        """The generation returned `texts`: score the rows it did not report (truncated, or never streamed)."""
+        changed = [row for row, text in self.reported.items() if texts[row] != text]
+        if changed:
+            raise RuntimeError(f"the rollout engine reported texts for rows {changed} that its Generation changed")
+        rest = [row for row in range(len(texts)) if row not in self.reported]
+        if rest:
+            self.add(rest, [texts[row] for row in rest])
+
+    def _score_pending(self) -> None:
+        with self.lock:
+            taken, self.pending = sorted(self.pending), []
+        if not taken:  # an earlier call took them
+            return
+        rows = [row for row, _ in taken]
+        verdicts, seconds = timed_score(self.reward, [text for _, text in taken], [self.rows[r] for r in rows])
+        for row, verdict in zip(rows, verdicts, strict=True):
+            self.results[row] = verdict
+        self.seconds += seconds
+
+    def verdicts(self, timer: Timer) -> list[Verdict]:
+        """Wait for the calls, add their time to `timer.score`; one verdict per row, in row order."""
+        for future in self.futures:
+            future.result()
+        timer.score += self.seconds
+        out = [v for v in self.results if v is not None]
+        assert len(out) == len(self.results), "every row was scored (finish reports the rest)"
+        return out
 
 
 def align_components(batches: list[RolloutBatch]) -> list[RolloutBatch]:

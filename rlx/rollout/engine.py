@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -62,9 +63,17 @@ class Generation:
         return self.response_mask.shape[1]
 
 
+#: `on_finished(rows, texts)`: completions final before the generation call returns (they ended with eos):
+#: output rows of the Generation, and their texts exactly as `Generation.texts` will hold them.
+OnFinished = Callable[[list[int], list[str]], None]
+
+
 class Generator(Protocol):
-    """What `rollout=<x>` builds: continue each prompt `repeats` times. `overlap_scoring`: collect scores a
-    generation chunk on a worker thread while the next chunk generates (rlx.rollout.collect)."""
+    """What `rollout=<x>` builds: continue each prompt `repeats` times. `overlap_scoring`: collect scores
+    while generation goes on (rlx.rollout.collect): each chunk of algo.generation_batch_size sequences while
+    the next one generates, and, where the generator reports them (`on_finished`), a chunk's finished
+    completions while the rest still decode. A generator may call `on_finished` any number of times, once at
+    most per row; the rows it never reports are final when the call returns (HF generate reports none)."""
 
     overlap_scoring: bool
 
@@ -77,6 +86,7 @@ class Generator(Protocol):
         temperature: float,
         greedy: bool,
         repeats: int = 1,
+        on_finished: OnFinished | None = None,
     ) -> Generation: ...
 
 
@@ -103,6 +113,12 @@ def decode_texts(tokenizer, response: Tensor, response_mask: Tensor) -> list[str
     return tokenizer.batch_decode(rows, skip_special_tokens=False)
 
 
+def decode_finished(tokenizer, tokens: Tensor, width: int) -> list[str]:
+    """The texts of rows whose first eos is at column `width` of `tokens` [n, ≥ width + 1]: `decode_texts` of
+    the same rows (the tokens before the eos)."""
+    return tokenizer.batch_decode(tokens[:, :width].tolist(), skip_special_tokens=False)
+
+
 def cache_argument(model) -> str:
     """transformers 5.24 renamed forward's `past_key_values` to `cache` (the old name warns until 5.40); a
     peft wrapper passes either through to the model it wraps."""
@@ -116,7 +132,9 @@ class RolloutEngine:
         graphs) over the static cache layout (rlx.rollout.cache). Meant for a GPU, where a small model's
         decode step is bound by kernel launches; on a CPU each of the ≤ log2(batch) + 1 shapes costs tens of
         seconds of compilation for a 10–20% faster step, so leave it off there.
-    overlap_scoring: see `Generator`.
+    overlap_scoring: see `Generator`; the engine reports each completion to `on_finished` at the step it
+        samples its eos (the texts decoded there are the Generation's), so collect scores it while the rest
+        decode.
     reuse_logprobs: mark the decode log-probs and entropies reusable as the update's old log-probs
         (`Generation.reusable`; rlx.update.prepare then skips its forward of the sampling policy). Only where
         they equal that forward to float rounding (`exact`): float32 logits (no bf16/fp16 weights, no
@@ -151,9 +169,10 @@ class RolloutEngine:
         temperature: float,
         greedy: bool,
         repeats: int = 1,
+        on_finished: OnFinished | None = None,
     ) -> Generation:
         with torch.inference_mode():  # ~5% faster than no_grad; the outputs are cloned out of it for autograd
-            out = self.sample(model, tokenizer, prompts, max_new_tokens, temperature, greedy, repeats)
+            out = self.sample(model, tokenizer, prompts, max_new_tokens, temperature, greedy, repeats, on_finished)
         ids, attention, response, truncated, texts, logprobs, entropy, logits_dtype = out
         return Generation(
             ids.clone(),
@@ -168,7 +187,15 @@ class RolloutEngine:
         )
 
     def sample(
-        self, model, tokenizer, prompts: list[str], max_new_tokens: int, temperature: float, greedy: bool, repeats: int
+        self,
+        model,
+        tokenizer,
+        prompts: list[str],
+        max_new_tokens: int,
+        temperature: float,
+        greedy: bool,
+        repeats: int,
+        on_finished: OnFinished | None = None,
     ) -> tuple:
         device = next(model.parameters()).device
         eos_id, pad_id = tokenizer.eos_token_id, tokenizer.pad_token_id
@@ -210,6 +237,7 @@ class RolloutEngine:
         forward = self.forward_fn(model)
         buffers = workspace(n, logits.shape[-1], device)  # the sampler's [N, V] scratch, reused every step
         steps = 0
+        streamed: dict[int, str] = {}  # output row -> its text, for the rows reported to on_finished
         for t in range(max_new_tokens):
             token, logp, entropy = sample_tokens(logits, temperature, greedy, out=buffers)  # [n] each
             live = cache.rows
@@ -221,6 +249,11 @@ class RolloutEngine:
             if t == max_new_tokens - 1:
                 break
             finished = (token == eos_id).nonzero().squeeze(-1).tolist()
+            if finished and on_finished is not None:
+                done = slot_row[finished]  # [f] their output rows
+                texts = decode_finished(tokenizer, tokens[done], t)
+                streamed.update(zip(done.tolist(), texts, strict=True))
+                on_finished(done.tolist(), texts)
             if len(finished) == live:
                 break
             if finished:  # they leave the decode batch: the tail's live slots move into their places
@@ -254,12 +287,14 @@ class RolloutEngine:
         input_ids, attention_mask, response_mask, truncated, response = response_layout(
             prompt_ids, prompt_mask, response, eos_id, pad_id
         )
+        rest = [r for r in range(n) if r not in streamed]
+        decoded = dict(zip(rest, decode_texts(tokenizer, response[rest], response_mask[rest]), strict=True))
         return (
             input_ids,
             attention_mask,
             response_mask,
             truncated,
-            decode_texts(tokenizer, response, response_mask),
+            [streamed[r] if r in streamed else decoded[r] for r in range(n)],
             logps[:, :steps] * response_mask,
             entropies[:, :steps] * response_mask,
             logits_dtype,

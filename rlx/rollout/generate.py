@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import torch
 
-from rlx.rollout.engine import Generation, decode_texts, response_layout
+from rlx.rollout.engine import Generation, OnFinished, decode_texts, response_layout
 
 
 class HFGenerate:
     """`rollout=hf`: transformers' own `model.generate` (KV cache, every prompt copy prefilled, finished rows
     padded to the end). Kept as the reference the engine is measured against (bench/rollout.py) and as the
-    fallback for a model the engine cannot drive. It reports no per-token log-probs."""
+    fallback for a model the engine cannot drive. It reports no per-token log-probs, and no finished rows before
+    it returns (`on_finished` is never called: generate keeps every row to the end)."""
 
     def __init__(self, overlap_scoring: bool) -> None:
         self.overlap_scoring = overlap_scoring  # see rlx.rollout.engine.Generator
@@ -25,6 +26,7 @@ class HFGenerate:
         temperature: float,
         greedy: bool,
         repeats: int = 1,
+        on_finished: OnFinished | None = None,
     ) -> Generation:
         return generate(
             model, tokenizer, [p for p in prompts for _ in range(repeats)], max_new_tokens, temperature, greedy

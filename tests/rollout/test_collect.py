@@ -20,18 +20,20 @@ ROWS = [{"prompt": f"p{i}", "answer": i} for i in range(12)]
 
 
 class FakeEngine:
-    """Prompt k's completion j is the single token 10·k + j (+ eos for even j); response width varies by chunk
-    so that joining chunks must re-pad. Records the size of every call."""
+    """Prompt k's completion j is the single token 10·k + j (+ eos for even j, reported to `on_finished` in
+    reverse row order, as a real engine reports rows in the order they finish); response width varies by chunk
+    so that joining chunks must re-pad. Records the size of every call and whether it had a callback."""
 
     overlap_scoring = True
 
-    def __init__(self, before_chunk=None):
-        self.sizes, self.before_chunk = [], before_chunk
+    def __init__(self, before_chunk=None, stream=True):
+        self.sizes, self.before_chunk, self.streamed, self.stream = [], before_chunk, [], stream
 
-    def __call__(self, model, tokenizer, prompts, max_new_tokens, temperature, greedy, repeats=1):
+    def __call__(self, model, tokenizer, prompts, max_new_tokens, temperature, greedy, repeats=1, on_finished=None):
         if self.before_chunk is not None:
             self.before_chunk(len(self.sizes))
         self.sizes.append(len(prompts) * repeats)
+        self.streamed.append(on_finished is not None)
         ids = [int(p[1:]) for p in prompts for _ in range(repeats)]
         width = 1 + len(self.sizes) % 2  # 1 or 2 completion columns
         n = len(ids)
@@ -40,12 +42,16 @@ class FakeEngine:
         mask = torch.zeros(n, width, dtype=torch.long)
         mask[:, 0] = 1
         prompt = torch.tensor(ids)[:, None] + 100
+        texts = [str(int(t)) for t in response[:, 0]]
+        if on_finished is not None and self.stream:
+            finished = [row for row in range(n) if row % repeats % 2 == 0][::-1]
+            on_finished(finished, [texts[row] for row in finished])
         return Generation(
             torch.cat([prompt, response], 1),
             torch.cat([torch.ones_like(prompt), mask], 1),
             mask,
             torch.zeros(n, dtype=torch.bool),
-            [str(int(t)) for t in response[:, 0]],
+            texts,
             -torch.ones(n, width) * mask,
             2 * torch.ones(n, width) * mask,
             temperature,
@@ -87,7 +93,7 @@ def test_chunked_collect_builds_the_unchunked_batch():
     whole, whole_stats = run(RolloutConfig(6, 4, 2, 1.0, None), FakeEngine(), ParityReward())
     engine = FakeEngine()
     chunked, stats = run(RolloutConfig(6, 4, 2, 1.0, 8), engine, ParityReward())
-    assert engine.sizes == [8, 8, 8] and stats.chunks == 3 and whole_stats.chunks == 1
+    assert engine.sizes == [8, 8, 8] and stats.chunks == 3 and whole_stats.chunks == 1 and all(engine.streamed)
     assert torch.equal(chunked.prompt_index, whole.prompt_index)
     assert torch.equal(chunked.group_index, torch.arange(6).repeat_interleave(4))
     first = chunked.input_ids[:, -chunked.response_width]  # every completion's token, in the same order
@@ -120,7 +126,8 @@ def test_scoring_of_a_chunk_overlaps_the_next_chunks_generation():
         started[k].set()
         log.append(f"score {k}")
 
-    _, stats = run(RolloutConfig(6, 4, 2, 1.0, 8), FakeEngine(before_chunk), ParityReward(on_call))
+    # an engine that reports no finished rows (as HF generate): one reward call per chunk
+    _, stats = run(RolloutConfig(6, 4, 2, 1.0, 8), FakeEngine(before_chunk, stream=False), ParityReward(on_call))
     assert log.index("score 0") < log.index("generate 1") and log.index("score 1") < log.index("generate 2")
     assert stats.generate_seconds > 0 and stats.score_seconds > 0 and stats.seconds >= stats.generate_seconds
 
@@ -131,4 +138,5 @@ def test_without_overlap_each_chunk_is_scored_on_the_calling_thread_before_the_n
     engine.overlap_scoring = False
     reward = ParityReward(lambda k: log.append(f"score {k} {threading.current_thread() is threading.main_thread()}"))
     run(RolloutConfig(6, 4, 2, 1.0, 8), engine, reward)
+    assert engine.streamed == [False] * 3  # nothing streamed: one call per chunk
     assert log == ["generate 0", "score 0 True", "generate 1", "score 1 True", "generate 2", "score 2 True"]
