@@ -57,8 +57,8 @@ def static_checks(code: str) -> dict[str, bool]:
 
 
 def trial_records(result: RunResult) -> dict[int, Trial]:
-    """The first well-formed record of each trial index (a later, or malformed, one for the same index is
-    ignored: the candidate may write records too)."""
+    """The first well-formed record of each trial index in the harness's sealed block (a later, or malformed,
+    one for the same index is ignored; lines the candidate wrote itself never reach `result.records`)."""
     found: dict[int, Trial] = {}
     for trial in map(Trial.parse, result.records):
         if trial is not None and trial.trial not in found:
