@@ -1,12 +1,15 @@
 """Small random-init models the rollout tests share: the tiny Llama with rlx's character tokenizer (init std
 0.2, so its logits are far from uniform and sampling differences would show), and a Qwen2 with grouped-query
-attention (4 heads, 2 key/value heads) and a trained byte-level BPE tokenizer."""
+attention (4 heads, 2 key/value heads) and a trained byte-level BPE tokenizer; and a sampler whose finishes are
+scripted."""
 
 from __future__ import annotations
 
 import pytest
+import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+import rlx.rollout.engine as engine_module
 from rlx.models.synthetic import build_model_dir
 from rlx.models.tiny import build_tiny_llama
 from rlx.models.tokenizer import build_char_tokenizer
@@ -43,3 +46,27 @@ def qwen2(tmp_path_factory):
 @pytest.fixture(params=["llama", "qwen2"])
 def model_and_tokenizer(request):
     return request.getfixturevalue(request.param)
+
+
+@pytest.fixture
+def scripted_finishes(monkeypatch):
+    """`scripted_finishes(tok, {step: [slots]})`: the engine samples as usual but never eos, except the listed
+    decode slots at the listed steps; each log-prob is that of the token emitted. Returns the step counter
+    (`step[0] = 0` replays the script)."""
+
+    def install(tok, script: dict[int, list[int]]) -> list[int]:
+        eos, other = tok.eos_token_id, tok.convert_tokens_to_ids("x")
+        sample, step = engine_module.sample_tokens, [0]
+
+        def scripted(logits, temperature, greedy, out=None):
+            token, _, entropy = sample(logits, temperature, greedy, out)
+            token[token == eos] = other
+            token[script.get(step[0], [])] = eos
+            step[0] += 1
+            scores = logits.float() / temperature  # the log-prob of the token actually emitted
+            return token, scores.gather(-1, token[:, None]).squeeze(-1) - torch.logsumexp(scores, -1), entropy
+
+        monkeypatch.setattr(engine_module, "sample_tokens", scripted)
+        return step
+
+    return install

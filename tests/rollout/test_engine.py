@@ -71,20 +71,10 @@ def test_layout_matches_the_rollout_batch_contract(llama):
     assert torch.equal(gen.attention_mask[:, width_p:], gen.response_mask)
 
 
-def test_one_prefill_per_prompt_and_finished_rows_leave(llama, monkeypatch):
+def test_one_prefill_per_prompt_and_finished_rows_leave(llama, monkeypatch, scripted_finishes):
     """Scripted finishes: slots 0, 5, 6 sample eos at step 1, slot 3 at step 2 (no eos otherwise)."""
     model, tok = llama
-    eos, other = tok.eos_token_id, tok.convert_tokens_to_ids("x")
-    sample, script, step = engine_module.sample_tokens, {1: [0, 5, 6], 2: [3]}, [0]
-
-    def scripted(logits, temperature, greedy, out=None):
-        token, _, entropy = sample(logits, temperature, greedy, out)
-        token[token == eos] = other
-        token[script.get(step[0], [])] = eos
-        step[0] += 1
-        scores = logits.float() / temperature  # the log-prob of the token actually emitted
-        return token, scores.gather(-1, token[:, None]).squeeze(-1) - torch.logsumexp(scores, -1), entropy
-
+    scripted_finishes(tok, {1: [0, 5, 6], 2: [3]})
     calls = []
     forward = type(model).forward
 
@@ -93,7 +83,6 @@ def test_one_prefill_per_prompt_and_finished_rows_leave(llama, monkeypatch):
         calls.append(tuple(kwargs["input_ids"].shape))
         return forward(self, **kwargs)
 
-    monkeypatch.setattr(engine_module, "sample_tokens", scripted)
     monkeypatch.setattr(type(model), "forward", recorded)
     torch.manual_seed(2)
     gen = RolloutEngine(compile=False, overlap_scoring=True, reuse_logprobs=True)(

@@ -9,7 +9,6 @@ import threading
 import pytest
 import torch
 
-import rlx.rollout.engine as engine_module
 from rlx.curriculum.uniform import UniformSampler
 from rlx.rewards.base import Status, Verdict
 from rlx.rollout.collect import RolloutConfig, collect
@@ -21,21 +20,11 @@ from .conftest import PROMPTS
 ROWS = [{"prompt": p, "answer": i} for i, p in enumerate(PROMPTS)]
 
 
-def test_the_engine_reports_each_finished_row_once_with_its_final_text(llama, monkeypatch):
+def test_the_engine_reports_each_finished_row_once_with_its_final_text(llama, scripted_finishes):
     """Scripted finishes (as in test_engine): slots 0, 5, 6 sample eos at step 1; then slot 3, which after the
     drop holds another row, at step 2. The callback changes nothing in the Generation."""
     model, tok = llama
-    eos, other = tok.eos_token_id, tok.convert_tokens_to_ids("x")
-    sample, script, step = engine_module.sample_tokens, {1: [0, 5, 6], 2: [3]}, [0]
-
-    def scripted(logits, temperature, greedy, out=None):
-        token, logp, entropy = sample(logits, temperature, greedy, out)
-        token[token == eos] = other
-        token[script.get(step[0], [])] = eos
-        step[0] += 1
-        return token, logp, entropy
-
-    monkeypatch.setattr(engine_module, "sample_tokens", scripted)
+    step = scripted_finishes(tok, {1: [0, 5, 6], 2: [3]})
     engine = RolloutEngine(compile=False, overlap_scoring=True, reuse_logprobs=True)
     reports: list[tuple[list[int], list[str]]] = []
     torch.manual_seed(2)
