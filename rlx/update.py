@@ -97,11 +97,19 @@ def reused_logprobs(batch: RolloutBatch, temperature: float) -> tuple[torch.Tens
     return batch.sampling_logp, batch.sampling_entropy
 
 
+def engine_entropy(batch: RolloutBatch, temperature: float) -> bool:
+    """Whether the batch carries the rollout engine's exact entropies of the sampling policy at the update's
+    temperature (see reused_logprobs): then the sampling policy's entropy metric needs no forward."""
+    exact = batch.sampling_logp is not None and batch.sampling_entropy is not None
+    return exact and batch.sampling_temperature == temperature
+
+
 @torch.no_grad()
 def prepare(batch: RolloutBatch, algo, advantage, policy, reference, critic) -> tuple[RolloutBatch, dict]:
     """The batch with sample_mask, scores, ref_logp, old_logp, token_rewards, values, advantages and returns
     filled in, and the sampling policy's entropy (policy/entropy) when old_logp is set here (from the rollout
-    engine's decode log-probs, or else a forward of `policy`)."""
+    engine's decode log-probs, or else a forward of `policy`) or the engine's entropies are exact (else the
+    update's first forward computes it)."""
     scores, sample_mask = algo.shaping(batch)  # [N], [N] clipped / length-penalised; overlong-filtered
     scores = torch.where(sample_mask, scores, torch.zeros_like(scores))  # [N]
     args = (batch.input_ids, batch.attention_mask, batch.response_width, algo.temperature, algo.micro_batch_size)
@@ -112,11 +120,15 @@ def prepare(batch: RolloutBatch, algo, advantage, policy, reference, critic) -> 
         with reference.forward_model() as ref_model:
             ref_logp = sequence_logprobs(ref_model, *args, **chunks)  # [N, T]
     mask = batch.response_mask.float() * sample_mask[:, None]  # [N, T]
+    entropy = None
     if needs_old_logp(algo):
         reused = reused_logprobs(batch, algo.temperature)
         old_logp, entropy = (
             reused if reused is not None else sequence_logprobs(policy, *args, **chunks, with_entropy=True)
         )  # [N, T] each
+    elif engine_entropy(batch, algo.temperature):  # (perf) the update's forward then skips its entropy
+        entropy = batch.sampling_entropy  # [N, T]
+    if entropy is not None:
         metrics["policy/entropy"] = (entropy * global_weights(World.current(), token_mean, mask)).sum()
     kl = algo.kl(old_logp, ref_logp) if algo.uses_reference and algo.kl.in_reward else None  # [N, T]
     token_rewards = per_token_rewards(scores, batch.response_mask, kl, algo.beta)  # [N, T]
@@ -184,9 +196,9 @@ def policy_step(mb: RolloutBatch, algo, policy, optimizer, backward, guard: NonF
     optimizer.zero_grad(set_to_none=True)
     for rows, ids, attention, width in micro_batches(mb, algo):
         cut = (rows, slice(0, width))
-        logp, entropy = forward_logprobs(
-            policy, ids, attention, width, algo.temperature, with_entropy=mb.old_logp is None
-        )  # [m, T'] each
+        # the entropy of the sampling policy (this one, at its first update) unless prepare() had it
+        with_entropy = mb.old_logp is None and not engine_entropy(mb, algo.temperature)
+        logp, entropy = forward_logprobs(policy, ids, attention, width, algo.temperature, with_entropy)  # [m, T']
         old_logp = mb.old_logp[cut] if mb.old_logp is not None else logp.detach()  # [m, T']
         ref_logp = mb.ref_logp[cut] if mb.ref_logp is not None else None  # [m, T']
         loss, metrics = objective(

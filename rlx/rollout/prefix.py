@@ -38,40 +38,45 @@ def shared_prefix_logits(model, input_ids: Tensor, attention_mask: Tensor, respo
 
     Args: input_ids, attention_mask [n, P + T] (left-padded prompts, then the completions), T = response_width.
     """
+    return _shared_prefix(model, model, "logits", input_ids, attention_mask, response_width)
+
+
+def shared_prefix_states(model, decoder, input_ids: Tensor, attention_mask: Tensor, response_width: int) -> Tensor:
+    """The decoder's final hidden states [n, T, H] at the positions that predict completion tokens 0..T−1 (what
+    `shared_prefix_logits` multiplies by the LM head; `decoder` is the model's, rlx.rollout.head.split_head)."""
+    return _shared_prefix(model, decoder, "last_hidden_state", input_ids, attention_mask, response_width)
+
+
+def _shared_prefix(model, net, field: str, input_ids: Tensor, attention_mask: Tensor, response_width: int) -> Tensor:
+    """`net`'s output `field` [n, T, ·] at the positions predicting completion tokens (net: the causal LM for
+    logits, or its decoder for hidden states; `model` decides whether the prompts are shared)."""
     n, width = input_ids.shape
     width_p, t = width - response_width, response_width
+
+    def run(ids: Tensor, mask: Tensor, positions: Tensor, keep: int, **cache) -> Tensor:
+        limit = {"logits_to_keep": keep} if net is model else {}
+        out = getattr(net(input_ids=ids, attention_mask=mask, position_ids=positions, **limit, **cache), field)
+        return out[:, -keep:] if keep and net is not model else out  # the decoder returns every position
+
     position = (attention_mask.cumsum(-1) - 1).clamp(min=0)  # [n, P + T]
     prompts = torch.cat([input_ids[:, :width_p], attention_mask[:, :width_p].to(input_ids.dtype)], dim=1)  # [n, 2P]
     distinct, row_prompt = torch.unique(prompts, dim=0, return_inverse=True)  # [K, 2P], [n]
     if not shares_prompts(model, width_p, distinct.shape[0], n):
-        out = model(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            position_ids=position,
-            logits_to_keep=t + 1,
-            use_cache=False,
-        )
-        return out.logits[:, :-1]  # [n, T, V]
+        return run(input_ids, attention_mask, position, t + 1, use_cache=False)[:, :-1]  # [n, T, ·]
     cache = DynamicCache(config=model.config)
     key = cache_argument(model)
     ids_p, mask_p = distinct[:, :width_p], distinct[:, width_p:]  # [K, P]
-    out = model(
-        input_ids=ids_p,
-        attention_mask=mask_p,
-        position_ids=(mask_p.cumsum(-1) - 1).clamp(min=0),
-        use_cache=True,
-        logits_to_keep=1,
-        **{key: cache},
-    )
-    first = out.logits[:, -1].index_select(0, row_prompt)  # [n, V] predicts completion token 0
+    last = run(ids_p, mask_p, (mask_p.cumsum(-1) - 1).clamp(min=0), 1, use_cache=True, **{key: cache})
+    first = last[:, -1].index_select(0, row_prompt)  # [n, ·] predicts completion token 0
     if t == 1:
-        return first[:, None]  # [n, 1, V]
+        return first[:, None]  # [n, 1, ·]
     cache.batch_select_indices(row_prompt)  # every layer's prompt keys/values gathered into the n rows
-    out = model(
-        input_ids=input_ids[:, width_p : width - 1],
-        attention_mask=attention_mask[:, : width - 1],
-        position_ids=position[:, width_p : width - 1],
+    rest = run(
+        input_ids[:, width_p : width - 1],
+        attention_mask[:, : width - 1],
+        position[:, width_p : width - 1],
+        0,
         use_cache=True,
         **{key: cache},
     )
-    return torch.cat([first[:, None], out.logits], dim=1)  # [n, T, V]
+    return torch.cat([first[:, None], rest], dim=1)  # [n, T, ·]

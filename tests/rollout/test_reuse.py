@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import rlx.update as update_module
 from rlx.models.reference import FrozenReference
 from rlx.models.tiny import build_tiny_llama
 from rlx.rollout.batch import concat
@@ -41,17 +42,18 @@ ALGO = [
 
 @pytest.fixture
 def counted(llama, monkeypatch):
-    """(model, tokenizer, forwards): `forwards[id(m)]` counts the forward calls of module instance m."""
+    """(model, tokenizer, forwards): `forwards[id(m.get_decoder())]` counts the forwards through causal LM m's
+    decoder (whether the whole model runs, or the decoder alone under rlx.rollout.head's fused head)."""
     model, tok = llama
     forwards: dict[int, int] = {}
-    forward = type(model).forward
+    forward = type(model.get_decoder()).forward
 
     @functools.wraps(forward)
     def counting(self, *args, **kwargs):
         forwards[id(self)] = forwards.get(id(self), 0) + 1
         return forward(self, *args, **kwargs)
 
-    monkeypatch.setattr(type(model), "forward", counting)
+    monkeypatch.setattr(type(model.get_decoder()), "forward", counting)
     return model, tok, forwards
 
 
@@ -79,12 +81,12 @@ def test_prepare_takes_the_engines_logprobs_for_the_forward_and_skips_it(counted
     assert batch.sampling_logp is not None and batch.sampling_temperature == 1.0
     forwards.clear()
     reused, reused_metrics = prepare(batch, algo, advantage, model, reference, None)
-    assert forwards.get(id(model), 0) == 0  # no forward of the policy
+    assert forwards.get(id(model.get_decoder()), 0) == 0  # no forward of the policy
     with reference.forward_model() as ref:
-        assert forwards.get(id(ref), 0) >= 1  # the reference's still runs
+        assert forwards.get(id(ref.get_decoder()), 0) >= 1  # the reference's still runs
     forwards.clear()
     ran, ran_metrics = prepare(without_reuse(batch), algo, advantage, model, reference, None)
-    assert forwards.get(id(model), 0) >= 1  # the forward the engine's log-probs replace
+    assert forwards.get(id(model.get_decoder()), 0) >= 1  # the forward the engine's log-probs replace
     mask = batch.response_mask.bool()
     assert mask.sum() > 20 and len(set(mask.sum(-1).tolist())) > 1  # completions of several lengths
     torch.testing.assert_close(reused.old_logp[mask], ran.old_logp[mask], atol=1e-5, rtol=0)
@@ -94,6 +96,34 @@ def test_prepare_takes_the_engines_logprobs_for_the_forward_and_skips_it(counted
     assert float(ran_metrics["policy/entropy"]) > 0.5  # a spread-out distribution: a real comparison
 
 
+def test_one_update_per_batch_takes_the_engines_entropy_and_its_forward_computes_none(
+    counted, cfg_factory, monkeypatch
+):
+    model, tok, _ = counted
+    batch = rollout(model, tok, engine())
+    forward_algo, advantage = compose_algo(cfg_factory, *ALGO)  # 4 minibatches: prepare runs the forward
+    _, forward_metrics = prepare(without_reuse(batch), forward_algo, advantage, model, None, None)
+    algo, advantage = compose_algo(cfg_factory, *ALGO, "algo.minibatches=1")  # no old log-probs needed
+    prepared, metrics = prepare(batch, algo, advantage, model, None, None)
+    assert prepared.old_logp is None
+    assert abs(float(metrics["policy/entropy"]) - float(forward_metrics["policy/entropy"])) < 1e-5
+    asked: list[bool] = []
+    forward = update_module.forward_logprobs
+    monkeypatch.setattr(update_module, "forward_logprobs", lambda *a: (asked.append(a[-1]), forward(*a))[1])
+    step = functools.partial(
+        update_module.policy_step,
+        algo=algo,
+        policy=copy.deepcopy(model).train(),
+        optimizer=torch.optim.SGD(model.parameters(), lr=0.0),
+        backward=lambda loss: loss.backward(),
+        guard=update_module.NonFiniteGuard(3),
+    )
+    assert "policy/entropy" not in step(prepared) and asked and not any(asked)
+    asked.clear()
+    from_forward = step(without_reuse(prepared))  # no engine entropies: the update's forward computes them
+    assert all(asked) and abs(float(from_forward["policy/entropy"]) - float(metrics["policy/entropy"])) < 1e-5
+
+
 def test_hf_generate_reports_no_logprobs_and_prepare_runs_the_forward(counted, cfg_factory):
     model, tok, forwards = counted
     algo, advantage = compose_algo(cfg_factory, *ALGO)
@@ -101,7 +131,8 @@ def test_hf_generate_reports_no_logprobs_and_prepare_runs_the_forward(counted, c
     assert batch.sampling_logp is None and batch.sampling_entropy is None
     forwards.clear()
     prepared, metrics = prepare(batch, algo, advantage, model, None, None)
-    assert forwards.get(id(model), 0) >= 1 and prepared.old_logp is not None and "policy/entropy" in metrics
+    assert forwards.get(id(model.get_decoder()), 0) >= 1
+    assert prepared.old_logp is not None and "policy/entropy" in metrics
 
 
 def test_a_temperature_mismatch_runs_the_forward(counted, cfg_factory, caplog):
@@ -110,7 +141,7 @@ def test_a_temperature_mismatch_runs_the_forward(counted, cfg_factory, caplog):
     batch = rollout(model, tok, engine(), temperature=1.0)  # sampled at 1.0, updated at 0.7
     forwards.clear()
     prepared, _ = prepare(batch, algo, advantage, model, None, None)
-    assert forwards.get(id(model), 0) >= 1 and "running the sampling policy's forward" in caplog.text
+    assert forwards.get(id(model.get_decoder()), 0) >= 1 and "running the sampling policy's forward" in caplog.text
     mask = batch.response_mask.bool()
     assert (prepared.old_logp[mask] - batch.sampling_logp[mask]).abs().max() > 1e-2  # really other log-probs
 

@@ -1,0 +1,153 @@
+"""Completion log-probs from the decoder's last hidden states, the LM head fused with the selective log-softmax
+and applied a chunk of positions at a time (as Liger-Kernel's fused linear losses do on GPUs).
+
+The plain path builds the logits z = h Wᵀ of a micro-batch ([M, V]: 131 MB for 16 × 64 tokens of a 32k
+vocabulary), and autograd then makes a float32 copy, divides it by τ, and in the backward builds a zero-filled
+one-hot, a softmax and their sum, each another pass over M × V memory. Here each chunk's logits are made once,
+reduced to the normaliser log Σ_v exp(z_v) [M], and in the backward turned into the gradient in place:
+
+    ∂ log p_t / ∂ z_v = (1[v = y_t] − softmax(z / τ)_v) / τ,   ∂/∂h = (∂/∂z) W,   ∂/∂W = (∂/∂z)ᵀ h.
+
+A micro-batch whose logits fit in KEEP_LOGITS_BYTES keeps them for that (one backward only); a larger one
+recomputes them chunk by chunk in the backward (one more matmul), so its memory is one chunk. Same values and
+gradients as the logits path to float rounding (tests/rollout/test_head.py).
+
+Shapes: M positions, H hidden width, V vocabulary.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+CHUNK_ELEMENTS = 1 << 23  # logits per chunk (32 MB in float32): measured fastest on a CPU (2M–16M tried)
+# A micro-batch whose float32 logits fit in this many bytes keeps them for the backward (one matmul fewer);
+# past it the backward recomputes them a chunk at a time, so memory stays at one chunk whatever the batch.
+KEEP_LOGITS_BYTES = 1 << 30
+
+
+@dataclass(frozen=True)
+class Head:
+    """A causal LM split into its decoder (→ final hidden states) and a bias-free linear output head."""
+
+    decoder: nn.Module
+    weight: Tensor  # [V, H] (the input embedding when tied)
+
+
+# config keys of transformers models that transform the head's output (Gemma 2/3, Cohere, Granite, MiniCPM)
+_LOGIT_TRANSFORMS = ("final_logit_softcapping", "logit_scale", "logits_scaling", "scale_emb")
+_checked: weakref.WeakKeyDictionary[nn.Module, bool] = weakref.WeakKeyDictionary()
+
+
+def split_head(model) -> Head | None:
+    """The model's decoder and head weight when its logits are exactly `decoder(...)[-1] @ Wᵀ` (checked once per
+    model on a 4-token input: soft-capped or scaled logits, as Gemma 2's or Cohere's, fail it), else None (the
+    caller runs the whole model): also for a head that is not a plain `nn.Linear` without bias (a LoRA- or
+    modules_to_save-wrapped head) and for FSDP-sharded models, whose root unshards only in its own forward."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    head = base.get_output_embeddings() if hasattr(base, "get_output_embeddings") else None
+    decoder = base.get_decoder() if hasattr(base, "get_decoder") else None
+    if type(head) is not nn.Linear or head.bias is not None or decoder is None or decoder is base or _sharded(base):
+        return None
+    if any(getattr(base.config, key, None) not in (None, 1, 1.0) for key in _LOGIT_TRANSFORMS):
+        return None  # (the check below could miss a soft cap on a fresh model's small logits)
+    split = Head(decoder, head.weight)
+    if model not in _checked:
+        _checked[model] = _same_logits(model, split)
+    return split if _checked[model] else None
+
+
+def _sharded(model) -> bool:
+    from torch.distributed.fsdp import FSDPModule
+
+    return any(isinstance(m, FSDPModule) for m in model.modules())
+
+
+@torch.no_grad()
+def _same_logits(model, split: Head) -> bool:
+    training = model.training
+    model.eval()  # no dropout in either forward
+    try:
+        ids = torch.arange(1, 5, device=split.weight.device)[None] % model.config.vocab_size  # [1, 4]
+        logits = model(input_ids=ids, use_cache=False).logits  # [1, 4, V]
+        hidden = split.decoder(input_ids=ids, use_cache=False).last_hidden_state  # [1, 4, H]
+        tolerance = max(1e-4, 8 * torch.finfo(logits.dtype).eps)  # the same matmul: only rounding may differ
+        return bool(torch.allclose(F.linear(hidden, split.weight), logits, rtol=tolerance, atol=tolerance))
+    except Exception:  # a decoder that cannot run alone (a multimodal model's, say): the whole model it is
+        return False
+    finally:
+        model.train(training)
+
+
+def head_logprobs(
+    hidden: Tensor, weight: Tensor, targets: Tensor, temperature: float, with_entropy: bool = False
+) -> tuple[Tensor, Tensor | None]:
+    """log softmax(h Wᵀ / τ)[y] for each position, and with `with_entropy` the entropy of each position's
+    distribution (H = logsumexp(z) − Σ_v p_v z_v, z = h Wᵀ / τ; a metric, no gradient).
+
+    Args: hidden [M, H] (final hidden states), weight [V, H], targets [M].
+    Returns: log-probs [M] (float32, or float64 for float64 weights), entropy [M] or None.
+    """
+    logp, entropy = _HeadLogProbs.apply(hidden, weight, targets, temperature, with_entropy)
+    return logp, (entropy if with_entropy else None)
+
+
+def _chunks(rows: int, vocab: int) -> list[slice]:
+    step = max(1, CHUNK_ELEMENTS // vocab)
+    return [slice(start, start + step) for start in range(0, rows, step)]
+
+
+def _scaled_logits(hidden: Tensor, weight: Tensor, temperature: float) -> Tensor:
+    z = F.linear(hidden, weight).to(torch.promote_types(weight.dtype, torch.float32))  # [c, V] bf16/fp16 upcast
+    return z.div_(temperature) if temperature != 1.0 else z
+
+
+class _HeadLogProbs(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, hidden, weight, targets, temperature, with_entropy):
+        dtype = torch.promote_types(weight.dtype, torch.float32)
+        logp = hidden.new_empty(hidden.shape[0], dtype=dtype)  # [M]
+        normaliser = torch.empty_like(logp)  # [M] log Σ_v exp(z_v)
+        entropy = torch.zeros_like(logp)  # [M] (left at 0 unless with_entropy)
+        grad = any(ctx.needs_input_grad[:2])
+        ctx.kept = [] if grad and logp.element_size() * logp.numel() * weight.shape[0] <= KEEP_LOGITS_BYTES else None
+        for part in _chunks(hidden.shape[0], weight.shape[0]):
+            z = _scaled_logits(hidden[part], weight, temperature)  # [c, V]
+            if ctx.kept is not None:
+                ctx.kept.append(z)
+            normaliser[part] = torch.logsumexp(z, dim=-1)  # [c]
+            logp[part] = z.gather(-1, targets[part, None]).squeeze(-1) - normaliser[part]  # [c]
+            if with_entropy:
+                entropy[part] = normaliser[part] - (torch.softmax(z, dim=-1) * z).sum(-1)  # [c]
+        ctx.save_for_backward(hidden, weight, targets, normaliser)
+        ctx.keeps = ctx.kept is not None
+        ctx.temperature = temperature
+        ctx.mark_non_differentiable(entropy)
+        return logp, entropy
+
+    @staticmethod
+    def backward(ctx, grad_logp, _grad_entropy):  # grad_logp [M]
+        hidden, weight, targets, normaliser = ctx.saved_tensors
+        temperature = ctx.temperature
+        want_hidden, want_weight = ctx.needs_input_grad[:2]
+        grad_hidden = torch.empty_like(hidden) if want_hidden else None  # [M, H]
+        # [V, H], accumulated over the chunks in float32 (or float64) whatever the weights' dtype
+        grad_weight = torch.zeros(weight.shape, dtype=grad_logp.dtype, device=weight.device) if want_weight else None
+        kept, ctx.kept = ctx.kept, None  # the kept logits become the gradient in place: one backward only
+        if kept is None and ctx.keeps:
+            raise RuntimeError("a second backward through rlx.rollout.head's fused head, whose logits are spent")
+        for i, part in enumerate(_chunks(hidden.shape[0], weight.shape[0])):
+            g = grad_logp[part, None] / temperature  # [c, 1]
+            z = kept[i] if kept is not None else _scaled_logits(hidden[part], weight, temperature)  # [c, V]
+            grad_z = z.sub_(normaliser[part, None]).exp_()  # p [c, V]
+            grad_z.mul_(-g).scatter_add_(-1, targets[part, None], g)  # (1[v = y] − p_v) g / τ  [c, V]
+            if grad_hidden is not None:
+                grad_hidden[part] = grad_z.to(weight.dtype) @ weight  # [c, H]
+            if grad_weight is not None:
+                grad_weight.addmm_(grad_z.T, hidden[part].to(grad_weight.dtype))  # [V, H]
+        grad_weight = grad_weight.to(weight.dtype) if grad_weight is not None else None
+        return grad_hidden, grad_weight, None, None, None
