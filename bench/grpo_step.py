@@ -19,8 +19,8 @@ runs in its own process (peak RSS is its own); with --rounds > 1 they alternate 
 ratio is reported, which keeps a shared machine's drifting load out of the ratio. rlx's step is split into
 generate, score, reference (+ advantages) and update.
 
-    OMP_NUM_THREADS=2 python bench/grpo_step.py                       # both sizes
-    OMP_NUM_THREADS=2 python bench/grpo_step.py --sizes tiny --steps 30
+    OMP_NUM_THREADS=1 python bench/grpo_step.py --rounds 3            # both sizes, as in the README
+    OMP_NUM_THREADS=1 python bench/grpo_step.py --sizes tiny --steps 30
 """
 
 from __future__ import annotations
@@ -244,9 +244,10 @@ def bench_size(size: str, steps: int, warmup: int, rounds: int) -> None:
         print(f"rlx / trl ({size}): not measured, TRL is not installed (pip install trl)", flush=True)
         return
     print(
-        f"rlx / trl ({size}): step time {statistics.median(r[0] for r in ratios):.2f}x, "
-        f"peak RSS {statistics.median(r[1] for r in ratios):.2f}x "
-        f"(CPU time per step {statistics.median(r[2] for r in ratios):.2f}x)",
+        f"rlx / trl ({size}): step time {statistics.median(r[0] for r in ratios):.3f}x, "
+        f"peak RSS {statistics.median(r[1] for r in ratios):.3f}x "
+        f"(CPU time per step {statistics.median(r[2] for r in ratios):.3f}x); step time per round: "
+        + ", ".join(f"{r[0]:.3f}x" for r in ratios),
         flush=True,
     )
 

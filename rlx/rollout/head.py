@@ -77,7 +77,7 @@ def _same_logits(model, split: Head) -> bool:
         hidden = split.decoder(input_ids=ids, use_cache=False).last_hidden_state  # [1, 4, H]
         tolerance = max(1e-4, 8 * torch.finfo(logits.dtype).eps)  # the same matmul: only rounding may differ
         return bool(torch.allclose(F.linear(hidden, split.weight), logits, rtol=tolerance, atol=tolerance))
-    except Exception:  # a decoder that cannot run alone (a multimodal model's, say): the whole model it is
+    except Exception:  # a decoder that cannot run alone (a multimodal model's, say): the whole model runs
         return False
     finally:
         model.train(training)

@@ -87,7 +87,7 @@ def test_ppo_step_trains_the_critic_and_checkpoints_it(tiny, tmp_path, cfg_facto
     assert {int(s["step"]) for s in policy_opt.state.values()} == {8}
     assert {int(s["step"]) for s in critic_opt.state.values()} == {8}
     assert not torch.equal(module.critic.head.weight, head_before)  # the value head learnt (it starts at 0)
-    assert "loss/value" in trainer.logged_metrics
+    assert "loss/value" in trainer.callback_metrics
     path = tmp_path / "ppo.ckpt"
     trainer.save_checkpoint(path)
     ckpt = torch.load(path, weights_only=False)

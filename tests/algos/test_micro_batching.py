@@ -185,7 +185,7 @@ def test_the_default_preset_trains_the_same_with_micro_batches(cfg_factory, spli
         trainer = bare_trainer(3)
         torch.manual_seed(0)
         trainer.fit(module)
-        runs.append((dict(trainer.logged_metrics), torch.cat([p.detach().flatten() for p in policy.parameters()])))
+        runs.append((dict(trainer.callback_metrics), torch.cat([p.detach().flatten() for p in policy.parameters()])))
     (metrics, weights), (metrics_split, weights_split) = runs
     assert float(metrics["loss/clipfrac"]) >= 0 and float(metrics["adv/std"]) > 0
     for key in ("reward/mean", "loss/policy", "loss/kl", "loss/approx_kl", "policy/entropy"):

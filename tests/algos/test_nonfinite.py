@@ -58,7 +58,7 @@ def test_one_nan_update_is_skipped_and_the_run_goes_on(cfg_factory):
     trainer.fit(module)  # step 0 is poisoned: skipped
     assert unchanged(module, before)
     assert trainer.optimizers[0].state == {}  # AdamW never stepped: no moments, no step count
-    assert module.guard.skipped == 1 and trainer.logged_metrics["train/skipped_updates"] == 1
+    assert module.guard.skipped == 1 and trainer.callback_metrics["train/skipped_updates"] == 1
     assert trainer.global_step == 1  # the RL step still counts
     module, trainer, before = run(cfg_factory, poisoned={0}, steps=3)
     trainer.fit(module)  # steps 1 and 2 are clean: the policy learns and the run finishes
