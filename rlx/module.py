@@ -190,7 +190,7 @@ class RLModule(LightningModule):
         losses["time/update"] = time.perf_counter() - start  # every optimiser step of the RL step
         losses = mean_over_ranks(world, {**prepared, **losses})  # sums of global-weighted parts
         whole = shard.whole(batch)  # every rank's rows: the step's metrics as one process computes them
-        self.log_step(whole, stats, losses)
+        self.log_step(whole, stats, losses, step)
         self.write_samples(whole, step, shard.ranks())
 
     def rollout_config(self) -> RolloutConfig:
@@ -243,7 +243,7 @@ class RLModule(LightningModule):
         return schedule
 
     # ---------------------------------------------------------------- logging
-    def log_step(self, batch: RolloutBatch, stats, losses: dict[str, float]) -> None:
+    def log_step(self, batch: RolloutBatch, stats, losses: dict[str, float], step: int) -> None:
         valid = batch.valid  # scored samples (INFRA excluded); truncated ones count here even if filtered out
         mask = batch.response_mask.float()
         assert batch.advantages is not None and batch.sample_mask is not None, "log_step needs a prepared batch"
@@ -277,7 +277,7 @@ class RLModule(LightningModule):
         }
         # (perf) to the loggers and callback_metrics directly: Lightning's self.log costs 10 ms a step here
         # (rlx.callbacks.step_metrics); Lightning's own progress bar, when enabled, still gets the three it shows
-        publish_step_metrics(self.trainer, metrics, self.global_step - 1)  # the RL step is counted already
+        publish_step_metrics(self.trainer, metrics, step)
         shown = {k: v for k, v in metrics.items() if k in ("reward/mean", "loss/kl", "loss/clipfrac")}
         self.log_dict(shown, on_step=True, prog_bar=True, logger=False, batch_size=1)
 
