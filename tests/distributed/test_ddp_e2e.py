@@ -31,13 +31,15 @@ from tests.conftest import REPO, TINY_TASK, run_cli
 
 pytestmark = pytest.mark.slow
 
-# The harness's tiny task (a real learning signal), 8 prompts × 4 completions a step.
+# The harness's tiny task (a real learning signal), 8 prompts × 4 completions a step. Six steps, so that a
+# signal sent once step 0's row is on disk lands with four steps to spare, however late the test process runs.
+STEPS = 6
 RUN = [
     *TINY_TASK,
     "algo.prompts_per_step=8",
     "algo.group_size=4",
     "trainer.accelerator=cpu",
-    "trainer.max_steps=3",
+    f"trainer.max_steps={STEPS}",
     "trainer.val_check_interval=3",
     "samples_every=1",
     "samples_per_step=1000",
@@ -74,7 +76,7 @@ def runs(tmp_path_factory, test_cache):
 def test_two_ranks_write_one_run_directory(runs):
     _, two = runs
     summary = json.loads((two / "summary.json").read_text())
-    assert summary["world_size"] == 2 and summary["steps"] == 3
+    assert summary["world_size"] == 2 and summary["steps"] == STEPS
     assert summary["before"]["val/n"] == summary["after"]["val/n"] == VAL  # the whole split (5 + 4 rows), once
     assert summary["weights_in_sync"] and len(set(summary["weights_fingerprint"])) == 1
     assert len(summary["weights_fingerprint"]) == 2
@@ -82,13 +84,13 @@ def test_two_ranks_write_one_run_directory(runs):
     assert (two / "policy" / "config.json").is_file()
     rows = metrics(two)
     assert max(float(r["optim/grad_norm"]) for r in rows if r.get("optim/grad_norm")) > 0  # the sync synced something
-    assert [float(r["val/n"]) for r in rows if r.get("val/n")] == [VAL] * 3  # before, at step 3, after
+    assert [float(r["val/n"]) for r in rows if r.get("val/n")] == [VAL] * 4  # before, at steps 3 and 6, after
 
 
 def test_each_step_splits_its_prompts_between_the_ranks(runs):
     _, two = runs
     prompts = step_prompts(two)
-    assert sorted(prompts) == [0, 1, 2]
+    assert sorted(prompts) == list(range(STEPS))
     for step, by_rank in prompts.items():
         assert sorted(by_rank) == [0, 1]
         assert len(by_rank[0]) == len(by_rank[1]) == 16  # 4 prompts × 4 completions each
@@ -108,8 +110,8 @@ def test_two_ranks_train_on_the_global_batch_of_one_process(runs):
 
 def test_two_ranks_learn_like_one_process(runs):
     rewards = [[float(r["reward/mean"]) for r in metrics(run) if r.get("reward/mean")] for run in runs]
-    assert len(rewards[0]) == len(rewards[1]) == 3
-    assert abs(sum(rewards[0]) / 3 - sum(rewards[1]) / 3) <= 0.25, rewards
+    assert len(rewards[0]) == len(rewards[1]) == STEPS
+    assert abs(sum(rewards[0]) / STEPS - sum(rewards[1]) / STEPS) <= 0.25, rewards
 
 
 def test_fsdp_under_torchrun(runs, tmp_path, test_cache):
@@ -166,9 +168,9 @@ def test_a_stopped_two_rank_run_resumes_exactly(runs, tmp_path, test_cache):
     args = [f"hydra.run.dir={run}", "trainer=ddp", *RUN]
     stopped = rlx_until(args, test_cache, stop_at_row=0, sig=signal.SIGTERM)
     assert stopped.returncode == 128 + signal.SIGTERM, stopped.stdout[-3000:]
-    assert 0 < len(training_steps(run)) < 3
+    assert 0 < len(training_steps(run)) < STEPS
     rlx([*args[1:], "ckpt_path=last"], run, test_cache)
-    assert training_steps(run) == [0, 1, 2]
+    assert training_steps(run) == list(range(STEPS))
     assert metric_rows(run) == metric_rows(reference)
     assert samples(run) == samples(reference)
     final, expected = checkpoint(run / "checkpoints" / "last.ckpt"), checkpoint(reference / "checkpoints" / "last.ckpt")
