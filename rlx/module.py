@@ -39,8 +39,9 @@ from rlx.errors import ConfigError
 from rlx.models.reference import FrozenReference
 from rlx.rewards.base import Status
 from rlx.rollout.batch import RolloutBatch
-from rlx.rollout.collect import RolloutConfig, collect, score
+from rlx.rollout.collect import RolloutConfig, collect
 from rlx.rollout.engine import Generator
+from rlx.rollout.held_out import held_out_verdicts, passed
 from rlx.update import NonFiniteGuard, prepare, update
 
 
@@ -92,6 +93,8 @@ class RLModule(LightningModule):
         peft,
         rollout: Generator,
         val_batch_size: int,
+        val_samples: int,
+        seed: int,
         samples_path: str | None,
         samples_every: int,
         samples_per_step: int,
@@ -120,12 +123,16 @@ class RLModule(LightningModule):
         self.peft = peft
         self.guard = NonFiniteGuard(algo.max_skipped_updates)
         self.val_batch_size = val_batch_size
+        if not isinstance(val_samples, int) or isinstance(val_samples, bool) or val_samples < 0:
+            raise ConfigError(f"val_samples is a count of completions per held-out prompt, >= 0 (got {val_samples!r})")
+        self.val_samples, self.seed = val_samples, seed  # sampled held-out completions (rlx.rollout.held_out)
         self.samples_path = Path(samples_path) if samples_path else None
         self.samples_every, self.samples_per_step = samples_every, samples_per_step
         self.rollout = rollout
         self.before_metrics: dict | None = None  # held-out metrics of the starting policy, kept across resumes
         self.val_tally = EvalTally()  # held-out sums of this rank (rlx.distributed.evaluation)
         self.val_weights = HeldWeights()  # trainer=fsdp: the policy's full weights while it evaluates
+        self.fit_validation: tuple[int, dict] | None = None  # (step, held-out metrics) of fit's newest evaluation
 
     # ---------------------------------------------------------------- data and optimisers
     def train_dataloader(self):
@@ -325,26 +332,24 @@ class RLModule(LightningModule):
         self.val_weights.hold(self.policy)  # trainer=fsdp: ranks decode different numbers of batches
 
     def validation_step(self, rows: list[dict], batch_idx: int) -> None:
-        texts = []
-        step = self.algo.generation_batch_size or len(rows)  # the KV cache holds one chunk at a time
-        for start in range(0, len(rows), step):
-            texts += self.rollout(
-                self.policy,
-                self.tokenizer,
-                [r["prompt"] for r in rows[start : start + step]],
-                self.task.max_new_tokens,
-                1.0,
-                greedy=True,
-            ).texts
-        verdicts = score(self.reward, texts, rows)
-        passed = torch.tensor([v.status == Status.PASS for v in verdicts], dtype=torch.float32)
+        decode = (self.rollout, self.policy, self.tokenizer, self.reward, rows, self.task.max_new_tokens)
+        chunk = self.algo.generation_batch_size  # the KV cache holds one chunk at a time
+        verdicts = held_out_verdicts(*decode, chunk)  # greedy
         rewards = torch.tensor([float(v.reward) for v in verdicts])
-        self.val_tally.add(passed, rewards)
+        self.val_tally.add(torch.tensor(passed(verdicts), dtype=torch.float32), rewards)
+        if self.val_samples:
+            where = (self.seed, self.global_step, World.current().rank, batch_idx)
+            sampled = held_out_verdicts(
+                *decode, chunk, samples=self.val_samples, temperature=self.algo.temperature, seed=where
+            )
+            self.val_tally.add_sampled(torch.tensor(passed(sampled), dtype=torch.float32))
 
     def on_validation_epoch_end(self) -> None:
         # sums over every rank's rows / the true count: not Lightning's mean of the ranks' means
         self.val_weights.release()
-        results = self.val_tally.results(World.current())
+        results = self.val_tally.results(World.current(), sampled=self.val_samples > 0)
+        if self.trainer.state.fn == "fit" and not self.trainer.sanity_checking:
+            self.fit_validation = (self.global_step, dict(results))  # rlx.train reuses the last step's as `after`
         self.log("val/accuracy", results.pop("val/accuracy"), prog_bar=True, sync_dist=True)
         self.log_dict(results, sync_dist=True)  # equal on every rank: the sync averages equal values
 

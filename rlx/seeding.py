@@ -26,7 +26,18 @@ def step_seed(seed: int, step: int) -> int:
     """A 63-bit seed for RL step `step` of a run seeded `seed`: numpy's SeedSequence mixes the pair, so
     neighbouring steps and neighbouring run seeds give unrelated streams (seed + step would not:
     seed 0 step 1 would equal seed 1 step 0)."""
-    state = np.random.SeedSequence([seed % 2**64, step]).generate_state(2, dtype=np.uint32)
+    return _mixed(seed % 2**64, step)
+
+
+def eval_seed(seed: int, step: int, rank: int, batch: int) -> int:
+    """The seed of the sampled held-out completions (`val_samples`) of validation batch `batch` on rank `rank`
+    after RL step `step`: a stream of its own (the trailing 1), so an evaluation never draws what a training
+    step draws, and the same in a resumed run as in the uninterrupted one."""
+    return _mixed(seed % 2**64, step, rank, batch, 1)
+
+
+def _mixed(*entropy: int) -> int:
+    state = np.random.SeedSequence(list(entropy)).generate_state(2, dtype=np.uint32)
     return (int(state[0]) << 31 | int(state[1]) >> 1) & (2**63 - 1)
 
 

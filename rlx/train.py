@@ -64,6 +64,8 @@ def build(cfg: DictConfig) -> tuple[RLModule, pl.Trainer]:
         peft=peft,
         rollout=build_node(cfg, "rollout"),
         val_batch_size=cfg.val_batch_size,
+        val_samples=cfg.val_samples,
+        seed=cfg.seed,
         samples_path=str(run_dir / "samples.jsonl"),
         samples_every=cfg.samples_every,
         samples_per_step=cfg.samples_per_step,
@@ -79,6 +81,14 @@ def build(cfg: DictConfig) -> tuple[RLModule, pl.Trainer]:
 def validate(trainer: pl.Trainer, module: RLModule) -> dict:
     metrics = trainer.validate(module, verbose=False)[0]
     return {k: round(float(v), 4) for k, v in metrics.items()}
+
+
+def final_validation(trainer: pl.Trainer, module: RLModule) -> dict:
+    """The held-out metrics after RL: fit's own evaluation when it ran after the last step (the same weights and,
+    for val_samples, the same seed: the same numbers), else a new one."""
+    if module.fit_validation is not None and module.fit_validation[0] == trainer.global_step:
+        return {k: round(float(v), 4) for k, v in module.fit_validation[1].items()}
+    return validate(trainer, module)
 
 
 def train(cfg: DictConfig) -> dict:
@@ -102,7 +112,7 @@ def train(cfg: DictConfig) -> dict:
         for k, v in trainer.callback_metrics.items()
         if k.split("/")[0] in ("reward", "loss", "rollout", "adv", "curriculum")
     }
-    after = validate(trainer, module)
+    after = final_validation(trainer, module)
     world = World.current()  # every rank evaluated its share; rank 0 alone writes what follows
     distributed = replicas(world, module.policy)  # world_size, and whether every rank ended with the same weights
     exported = module.peft.export(world, module.policy, module.tokenizer, run_dir)  # policy/ (+ adapter/ with LoRA)

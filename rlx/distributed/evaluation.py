@@ -34,6 +34,8 @@ class EvalTally:
         self.n = 0
         self.passed = 0.0
         self.reward = 0.0
+        self.sampled_n = 0
+        self.sampled_passed = 0.0
 
     def add(self, passed: Tensor, rewards: Tensor) -> None:
         """passed [n] (1 where the answer is correct), rewards [n] of one batch of held-out rows."""
@@ -41,7 +43,19 @@ class EvalTally:
         self.passed += float(passed.sum())
         self.reward += float(rewards.sum())
 
-    def results(self, world: World) -> dict[str, float]:
-        """val/accuracy and val/reward over every rank's rows, and val/n, the number of rows evaluated."""
-        n, passed, reward = world.sum([float(self.n), self.passed, self.reward])
-        return {"val/accuracy": passed / max(n, 1.0), "val/reward": reward / max(n, 1.0), "val/n": n}
+    def add_sampled(self, passed: Tensor) -> None:
+        """passed [n·k] (1 where a sampled completion is correct): the k samples of each of n rows."""
+        self.sampled_n += int(passed.numel())
+        self.sampled_passed += float(passed.sum())
+
+    def results(self, world: World, sampled: bool = False) -> dict[str, float]:
+        """val/accuracy and val/reward over every rank's rows, and val/n, the number of rows evaluated; with
+        `sampled` (every rank passes the same), also val/pass@1 = (1/nk) Σ_i Σ_j c_ij over every rank's n rows ×
+        k samples, DeepSeek-R1's pass@1 (arXiv 2501.12948, section 3.1)."""
+        n, passed, reward, sampled_n, sampled_passed = world.sum(
+            [float(self.n), self.passed, self.reward, float(self.sampled_n), self.sampled_passed]
+        )
+        out = {"val/accuracy": passed / max(n, 1.0), "val/reward": reward / max(n, 1.0), "val/n": n}
+        if sampled:
+            out["val/pass@1"] = sampled_passed / max(sampled_n, 1.0)
+        return out

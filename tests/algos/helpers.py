@@ -46,6 +46,8 @@ def bare_module(policy, tokenizer, task, reward, advantage, algo, sampler, **par
         peft=FullFineTuning(),
         rollout=HFGenerate(overlap_scoring=True),
         val_batch_size=256,
+        val_samples=0,
+        seed=0,
         samples_path=None,
         samples_every=10,
         samples_per_step=4,
