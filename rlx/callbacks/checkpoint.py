@@ -83,7 +83,8 @@ class Checkpointing(Checkpoint):
         self.last_saved = time.monotonic()
         self.pending: tuple[Path, int] | None = None  # written, not yet renamed to last.ckpt
         self.committed_step: int | None = None  # the step of the newest last.ckpt this segment wrote
-        self.received: int | None = None
+        self.caught: int | None = None  # the signal this process's handler recorded
+        self.received: int | None = None  # the signal every rank has agreed on (agreed_signal)
         self.previous_handlers: dict = {}
 
     def begin_segment(self, identity: dict, record: dict, step: int, started: float) -> None:
@@ -92,7 +93,11 @@ class Checkpointing(Checkpoint):
     # ---------------------------------------------------------------- writing
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         step = trainer.global_step
-        self.received = agreed_signal(self.received)  # several ranks: every rank stops after the same step
+        # several ranks: every rank stops after the same step. The handler writes `caught`, never `received`: a
+        # signal that arrives while agreed_signal waits for the other ranks is handled when the wait returns,
+        # and an assignment to the value being agreed would then be overwritten by the agreement's result
+        # (the signal lost, the run not stopped); in `caught` it is agreed at the next step's end.
+        self.received = agreed_signal(self.caught)
         due = (
             self.received is not None
             or trainer.should_stop
@@ -223,9 +228,9 @@ class Checkpointing(Checkpoint):
         self.previous_handlers = {}
 
     def on_signal(self, signum, frame) -> None:
-        if self.received is None:
+        if self.caught is None:
             log.warning("received %s: finishing this step, then a checkpoint and exit", signal.Signals(signum).name)
-        self.received = signum
+        self.caught = signum
 
     def exit(self, trainer) -> None:
         assert self.received is not None, "exit() follows a received signal"

@@ -31,8 +31,8 @@ from tests.conftest import REPO, TINY_TASK, run_cli
 
 pytestmark = pytest.mark.slow
 
-# The harness's tiny task (a real learning signal), 8 prompts × 4 completions a step. Six steps, so that a
-# signal sent once step 0's row is on disk lands with four steps to spare, however late the test process runs.
+# The harness's tiny task (a real learning signal), 8 prompts × 4 completions a step. Six steps: a signal sent
+# once step 0's row is on disk has several steps left to stop the run in (one landing in the last step cannot).
 STEPS = 6
 RUN = [
     *TINY_TASK,

@@ -304,21 +304,48 @@ def test_sigusr1_exits_after_the_checkpoint_and_requeues_the_slurm_job(tmp_path,
     monkeypatch.setenv("SLURM_JOB_ID", "4242")
     monkeypatch.delenv("SLURM_ARRAY_JOB_ID", raising=False)
     cb = callback(tmp_path, requeue=True)
-    trainer = SimpleNamespace(global_step=7, max_steps=10, _results=None)
+    trainer = SimpleNamespace(global_step=7, max_steps=10, should_stop=False, _results=None, save_checkpoint=save)
     cb.install_handlers()
     try:
         os.kill(os.getpid(), signal.SIGUSR1)  # only recorded: the step in flight is not interrupted
-        assert cb.received == signal.SIGUSR1
-        cb.committed_step = 6
-        cb.on_train_batch_start(trainer, None, None, 7)  # the checkpoint of step 7 is not written yet: go on
-        cb.committed_step = 7
+        assert cb.caught == signal.SIGUSR1 and cb.received is None  # agreed (over ranks) at the step's end
+        cb.on_train_batch_start(trainer, None, None, 7)  # nothing agreed yet: the step runs
+        trainer.global_step = 8
+        cb.on_train_batch_end(trainer, None, None, None, 7)  # agreed: step 8's checkpoint falls due
+        assert cb.received == signal.SIGUSR1 and cb.pending is not None
         with pytest.raises(Interrupted) as exit_:
-            cb.on_train_batch_start(trainer, None, None, 7)
+            cb.on_train_batch_start(trainer, None, None, 8)  # committed, then the exit
     finally:
         cb.restore_handlers()
     assert exit_.value.code == 128 + signal.SIGUSR1
     assert log.read_text().split() == ["requeue", "4242"]
     assert signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL
+
+
+def save(path, weights_only) -> None:
+    Path(path).write_text("state")
+
+
+def test_a_signal_handled_while_the_ranks_agree_stops_the_next_step(tmp_path, monkeypatch):
+    """A signal that arrives while agreed_signal's collective waits is handled when it returns, after the ranks
+    agreed on nothing: it must not be overwritten by that result (the run then never stopped: CI, stop 22)."""
+    cb = callback(tmp_path)
+
+    def signalled_during_the_wait(caught):
+        cb.on_signal(signal.SIGTERM, None)  # the Python handler runs as the collective returns
+        return caught  # what every rank had before it: nothing
+
+    monkeypatch.setattr("rlx.callbacks.checkpoint.agreed_signal", signalled_during_the_wait)
+    trainer = SimpleNamespace(global_step=3, max_steps=10, should_stop=False, _results=None, save_checkpoint=save)
+    cb.on_train_batch_end(trainer, None, None, None, 2)
+    assert cb.received is None and cb.pending is None  # not agreed at this step: no checkpoint, the run goes on
+    monkeypatch.setattr("rlx.callbacks.checkpoint.agreed_signal", lambda caught: caught)
+    cb.on_train_batch_start(trainer, None, None, 3)
+    trainer.global_step = 4
+    cb.on_train_batch_end(trainer, None, None, None, 3)  # agreed at the next step's end
+    with pytest.raises(Interrupted) as exit_:
+        cb.on_train_batch_start(trainer, None, None, 4)
+    assert exit_.value.code == 128 + signal.SIGTERM and (cb.dirpath / "last.ckpt").read_text() == "state"
 
 
 def test_a_longer_run_continues_the_configured_schedule_and_says_so(tmp_path, caplog):
