@@ -13,6 +13,7 @@ RECIPE = {
     "algo.group_size",
     "trainer.max_steps",
     "trainer.val_check_interval",
+    "val_samples",
 }
 
 
