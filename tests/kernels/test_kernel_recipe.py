@@ -31,6 +31,7 @@ def test_the_recipe_overrides_the_algo_preset(cfg_factory):
     plain, recipe = cfg_factory("algo=grpo"), cfg_factory("algo=grpo", "reward=triton")
     assert picked(recipe) != picked(plain)
     assert recipe.algo.temperature < plain.algo.temperature  # the preset's 1.0 derails the tiny model
+    assert recipe.val_samples == 8 and plain.val_samples == 0  # a recipe also sets config.yaml's own keys
     assert recipe.algo.name == "grpo" and recipe.data._target_ == "rlx.data.kernels.task.KernelTask"
 
 
