@@ -20,8 +20,7 @@ STRATEGIES = ("rlx.distributed.strategy.DataParallel", "rlx.distributed.fsdp.Ful
 def configured_world_size(trainer_cfg) -> int | None:
     """trainer.devices × trainer.num_nodes when the config states it (an int or a device list); None for
     'auto' / -1, which only the Trainer resolves."""
-    # Lightning's arguments, with Lightning's defaults when the config leaves them out (num_nodes: 1)
-    devices = trainer_cfg.get("devices")
+    devices = trainer_cfg["devices"]  # conf/trainer/default.yaml states devices, num_nodes and strategy
     if isinstance(devices, (list, ListConfig)):
         count = len(devices)
     elif isinstance(devices, int) and devices > 0:
@@ -32,15 +31,14 @@ def configured_world_size(trainer_cfg) -> int | None:
         count = len([d for d in devices.split(",") if d.strip()])
     else:
         return None
-    num_nodes = trainer_cfg.get("num_nodes")
-    return count * (int(num_nodes) if num_nodes is not None else 1)
+    return count * int(trainer_cfg["num_nodes"])
 
 
 def strategy_target(trainer_cfg) -> str:
-    strategy = trainer_cfg.get("strategy")
+    strategy = trainer_cfg["strategy"]
     if isinstance(strategy, (dict, DictConfig)):
-        return str(strategy.get("_target_"))
-    return str(strategy if strategy is not None else "auto")
+        return str(strategy["_target_"])
+    return str(strategy)
 
 
 def check_world(world_size: int, strategy: str, algo, advantage, val_rows: int) -> None:
@@ -83,16 +81,16 @@ def check_launcher(launcher_cfg, trainer_cfg) -> None:
     if launcher_cfg is None or "Slurm" not in str(launcher_cfg.get("_target_", "")):
         return
     world = configured_world_size(trainer_cfg)
-    devices = world // int(trainer_cfg.get("num_nodes") or 1) if world else None
+    devices = world // int(trainer_cfg["num_nodes"]) if world else None
     tasks, nodes = launcher_cfg.get("tasks_per_node"), launcher_cfg.get("nodes")
     if devices is not None and tasks != devices:
         raise ConfigError(
-            f"hydra.launcher.tasks_per_node={tasks} but trainer.devices={trainer_cfg.get('devices')}: under SLURM "
+            f"hydra.launcher.tasks_per_node={tasks} but trainer.devices={trainer_cfg['devices']}: under SLURM "
             "each task is one rank, so set hydra.launcher.tasks_per_node (and gpus_per_node) to trainer.devices"
         )
-    if nodes != int(trainer_cfg.get("num_nodes") or 1):
+    if nodes != int(trainer_cfg["num_nodes"]):
         raise ConfigError(
-            f"hydra.launcher.nodes={nodes} but trainer.num_nodes={trainer_cfg.get('num_nodes')}: set "
+            f"hydra.launcher.nodes={nodes} but trainer.num_nodes={trainer_cfg['num_nodes']}: set "
             "both to the number of machines of the job"
         )
     if world and world > 1 and strategy_target(trainer_cfg) not in STRATEGIES:

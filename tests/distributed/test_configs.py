@@ -73,9 +73,10 @@ def test_ddp_trainer_builds_on_lightnings_ddp_with_the_reducer_left_to_rlx(cfg_f
 
 def test_world_size_from_the_config():
     assert configured_world_size({"devices": 4, "num_nodes": 2}) == 8
-    assert configured_world_size({"devices": [0, 1, 3]}) == 3
-    assert configured_world_size({"devices": "0,1"}) == 2
-    assert configured_world_size({"devices": "auto"}) is None and configured_world_size({"devices": -1}) is None
+    assert configured_world_size({"devices": [0, 1, 3], "num_nodes": 1}) == 3
+    assert configured_world_size({"devices": "0,1", "num_nodes": 1}) == 2
+    assert configured_world_size({"devices": "auto", "num_nodes": 1}) is None
+    assert configured_world_size({"devices": -1, "num_nodes": 1}) is None
 
 
 def test_lightnings_own_ddp_is_refused_with_the_fix(cfg_factory):
