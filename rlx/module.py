@@ -41,7 +41,7 @@ from rlx.rewards.base import Status
 from rlx.rollout.batch import RolloutBatch
 from rlx.rollout.collect import RolloutConfig, collect
 from rlx.rollout.engine import Generator
-from rlx.rollout.held_out import held_out_verdicts, passed
+from rlx.rollout.held_out import append_records, held_out_records, held_out_verdicts, passed
 from rlx.update import NonFiniteGuard, prepare, update
 
 
@@ -96,6 +96,7 @@ class RLModule(LightningModule):
         val_samples: int,
         seed: int,
         samples_path: str | None,
+        held_out_path: str | None,
         samples_every: int,
         samples_per_step: int,
         reference: FrozenReference | None = None,
@@ -105,8 +106,9 @@ class RLModule(LightningModule):
         curriculum the data cannot serve fails early); `peft` is the adapter strategy that wrapped `policy`
         (conf/peft: train exports the trained weights through it); `rollout` samples the completions
         (conf/rollout); the keyword values are conf/config.yaml's run keys. `samples_path` None: no
-        samples.jsonl. `reference` (a frozen copy, when the algorithm uses one) and `critic` (PPO) are optional
-        parts."""
+        samples.jsonl; `held_out_path` None: no heldout.jsonl (each held-out row's greedy completion and
+        verdict at every evaluation: rlx.rollout.held_out.held_out_records). `reference` (a frozen copy, when
+        the algorithm uses one) and `critic` (PPO) are optional parts."""
         super().__init__()
         self.automatic_optimization = False
         self.policy = policy
@@ -127,6 +129,8 @@ class RLModule(LightningModule):
             raise ConfigError(f"val_samples is a count of completions per held-out prompt, >= 0 (got {val_samples!r})")
         self.val_samples, self.seed = val_samples, seed  # sampled held-out completions (rlx.rollout.held_out)
         self.samples_path = Path(samples_path) if samples_path else None
+        self.held_out_path = Path(held_out_path) if held_out_path else None
+        self.val_records: list[dict] = []  # this rank's heldout.jsonl records of the running evaluation
         self.samples_every, self.samples_per_step = samples_every, samples_per_step
         self.rollout = rollout
         self.before_metrics: dict | None = None  # held-out metrics of the starting policy, kept across resumes
@@ -329,25 +333,33 @@ class RLModule(LightningModule):
 
     def on_validation_epoch_start(self) -> None:
         self.val_tally.reset()
+        self.val_records = []
         self.val_weights.hold(self.policy)  # trainer=fsdp: ranks decode different numbers of batches
 
     def validation_step(self, rows: list[dict], batch_idx: int) -> None:
         decode = (self.rollout, self.policy, self.tokenizer, self.reward, rows, self.task.max_new_tokens)
         chunk = self.algo.generation_batch_size  # the KV cache holds one chunk at a time
-        verdicts = held_out_verdicts(*decode, chunk)  # greedy
-        rewards = torch.tensor([float(v.reward) for v in verdicts])
-        self.val_tally.add(torch.tensor(passed(verdicts), dtype=torch.float32), rewards)
+        greedy = held_out_verdicts(*decode, chunk)
+        rewards = torch.tensor([float(v.reward) for v in greedy.verdicts])
+        self.val_tally.add(torch.tensor(passed(greedy.verdicts), dtype=torch.float32), rewards)
+        sampled = None
         if self.val_samples:
             where = (self.seed, self.global_step, World.current().rank, batch_idx)
             sampled = held_out_verdicts(
                 *decode, chunk, samples=self.val_samples, temperature=self.algo.temperature, seed=where
             )
-            self.val_tally.add_sampled(torch.tensor(passed(sampled), dtype=torch.float32))
+            self.val_tally.add_sampled(torch.tensor(passed(sampled.verdicts), dtype=torch.float32))
+        self.val_records += held_out_records(self.global_step, rows, greedy, sampled)
 
     def on_validation_epoch_end(self) -> None:
         # sums over every rank's rows / the true count: not Lightning's mean of the ranks' means
         self.val_weights.release()
-        results = self.val_tally.results(World.current(), sampled=self.val_samples > 0)
+        world = World.current()
+        results = self.val_tally.results(world, sampled=self.val_samples > 0)
+        if self.held_out_path is not None:
+            records = [r for part in world.gather(self.val_records) for r in part]  # every rank's rows
+            if world.is_zero and not self.trainer.sanity_checking:
+                append_records(self.held_out_path, records)
         if self.trainer.state.fn == "fit" and not self.trainer.sanity_checking:
             self.fit_validation = (self.global_step, dict(results))  # rlx.train reuses the last step's as `after`
         self.log("val/accuracy", results.pop("val/accuracy"), prog_bar=True, sync_dist=True)

@@ -67,6 +67,7 @@ def build(cfg: DictConfig) -> tuple[RLModule, pl.Trainer]:
         val_samples=cfg.val_samples,
         seed=cfg.seed,
         samples_path=str(run_dir / "samples.jsonl"),
+        held_out_path=str(run_dir / "heldout.jsonl"),
         samples_every=cfg.samples_every,
         samples_per_step=cfg.samples_per_step,
         reference=reference,
@@ -130,6 +131,7 @@ def train(cfg: DictConfig) -> dict:
         **exported,
         "metrics_csv": str(Path(log_dir) / "metrics.csv") if (log_dir := logger_dir(trainer)) else None,
         "samples": str(run_dir / "samples.jsonl"),
+        "held_out": str(run_dir / "heldout.jsonl"),
         "checkpoint": str(run_dir / "checkpoints" / "last.ckpt"),
     }
     if world.is_zero:

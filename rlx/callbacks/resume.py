@@ -7,8 +7,8 @@
     (`checkpoint.match`: algorithm, model, adapter, data, seed...), fails in one line naming the problem;
   - a fresh run (`ckpt_path=null`) into a directory that already holds checkpoints fails instead of
     overwriting that run's history;
-  - the rows the interrupted segment wrote after its checkpoint are dropped from metrics.csv and
-    samples.jsonl, so the resumed segment's rows follow on and every step appears exactly once.
+  - the rows the interrupted segment wrote after its checkpoint are dropped from metrics.csv,
+    samples.jsonl and heldout.jsonl, so the resumed segment's rows follow on and every step appears exactly once.
 A checkpoint carries a run record (`RECORD`): its config identity, seed, max_steps, and the wall time, peak
 memory and step range of each segment so far, so summary.json describes the whole run.
 """
@@ -119,8 +119,9 @@ def step_of(value) -> int | None:
 
 
 def trim_history(run_dir: Path, step: int) -> tuple[int, int]:
-    """Drop rows of step >= `step` from run_dir's metrics.csv and samples.jsonl (and any torn last line):
-    they were written by a segment after the checkpoint being resumed. Returns the rows dropped of each."""
+    """Drop rows of step >= `step` from run_dir's metrics.csv, samples.jsonl and heldout.jsonl (and any torn
+    last line): they were written by a segment after the checkpoint being resumed. Returns the rows dropped of
+    metrics.csv and of the two jsonl files together."""
     dropped_metrics = dropped_samples = 0
     metrics = run_dir / "metrics.csv"
     if metrics.is_file():
@@ -131,16 +132,21 @@ def trim_history(run_dir: Path, step: int) -> tuple[int, int]:
         dropped_metrics = len(rows) - len(kept)
         if dropped_metrics:
             write_rows(metrics, header, kept)
-    samples = run_dir / "samples.jsonl"
-    if samples.is_file():
-        lines = samples.read_text(encoding="utf-8").splitlines(keepends=True)
-        kept_lines = [line for line in lines if (s := _sample_step(line)) is not None and s < step]
-        dropped_samples = len(lines) - len(kept_lines)
-        if dropped_samples:
-            tmp = samples.with_name(f".{samples.name}.tmp")
-            tmp.write_text("".join(kept_lines), encoding="utf-8")
-            os.replace(tmp, samples)
+    for name in ("samples.jsonl", "heldout.jsonl"):
+        dropped_samples += _trim_jsonl(run_dir / name, step)
     return dropped_metrics, dropped_samples
+
+
+def _trim_jsonl(path: Path, step: int) -> int:
+    if not path.is_file():
+        return 0
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    kept = [line for line in lines if (s := _sample_step(line)) is not None and s < step]
+    if len(kept) < len(lines):
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text("".join(kept), encoding="utf-8")
+        os.replace(tmp, path)
+    return len(lines) - len(kept)
 
 
 def _sample_step(line: str) -> int | None:
@@ -206,7 +212,9 @@ class Resume:
             "resuming %s at step %d%s",
             path,
             step,
-            f" (dropped {dropped[0]} metrics rows and {dropped[1]} samples written after it)" if any(dropped) else "",
+            f" (dropped {dropped[0]} metrics rows and {dropped[1]} sample rows written after it)"
+            if any(dropped)
+            else "",
         )
         return cls(str(path), step, ident, record)
 

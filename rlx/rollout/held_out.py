@@ -10,12 +10,24 @@ sampled policy is also the one RL trains.
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
 import torch
 
 from rlx.rewards.base import Reward, Status, Verdict
 from rlx.rollout.collect import score
 from rlx.rollout.engine import Generator
 from rlx.seeding import eval_seed, isolated_rng
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One held-out pass: the completions and their verdicts, aligned (row i's at i·k .. i·k + k − 1)."""
+
+    texts: list[str]
+    verdicts: list[Verdict]
 
 
 def held_out_verdicts(
@@ -30,11 +42,11 @@ def held_out_verdicts(
     samples: int = 0,
     temperature: float = 1.0,
     seed: tuple[int, int, int, int] | None = None,
-) -> list[Verdict]:
-    """samples = 0: one greedy completion per row, its verdicts [n]. samples = k > 0: k completions per row at
-    `temperature`, drawn from `eval_seed(*seed)` (seed = (run seed, step, rank, batch)) without touching the
-    caller's generators; verdicts [n·k], row i's at i·k .. i·k + k − 1. `chunk`: at most this many completions
-    are decoded at once (the KV cache holds one chunk), None for all."""
+) -> Scored:
+    """samples = 0: one greedy completion per row, its completions and verdicts [n]. samples = k > 0: k
+    completions per row at `temperature`, drawn from `eval_seed(*seed)` (seed = (run seed, step, rank, batch))
+    without touching the caller's generators; completions and verdicts [n·k], row i's at i·k .. i·k + k − 1.
+    `chunk`: at most this many completions are decoded at once (the KV cache holds one chunk), None for all."""
     repeats = max(samples, 1)
     step = max(1, (chunk or len(rows) * repeats) // repeats)  # prompts per chunk
     texts: list[str] = []
@@ -52,8 +64,36 @@ def held_out_verdicts(
                 greedy=not samples,
                 repeats=repeats,
             ).texts
-    return score(reward, texts, [r for r in rows for _ in range(repeats)])
+    return Scored(texts, score(reward, texts, [r for r in rows for _ in range(repeats)]))
 
 
 def passed(verdicts: list[Verdict]) -> list[bool]:
     return [v.status == Status.PASS for v in verdicts]
+
+
+def held_out_records(step: int, rows: list[dict], greedy: Scored, sampled: Scored | None) -> list[dict]:
+    """One heldout.jsonl record per row: its greedy completion, status and reward and, with sampled completions
+    (k per row), how many of them passed. Which problems an update won or lost is a diff of two steps' records;
+    the aggregate val/accuracy cannot say."""
+    k = len(sampled.verdicts) // max(len(rows), 1) if sampled is not None else 0
+    records = []
+    for i, row in enumerate(rows):
+        verdict = greedy.verdicts[i]
+        record = {
+            "step": step,
+            "prompt": row["prompt"],
+            **({"name": row["name"]} if "name" in row else {}),
+            "completion": greedy.texts[i],
+            "status": verdict.status.value,
+            "reward": float(verdict.reward),
+        }
+        if sampled is not None:
+            record["sampled_passed"] = sum(passed(sampled.verdicts[i * k : (i + 1) * k]))
+            record["sampled"] = k
+        records.append(record)
+    return records
+
+
+def append_records(path: Path, records: list[dict]) -> None:
+    with path.open("a", encoding="utf-8") as out:
+        out.writelines(json.dumps(r, default=str) + "\n" for r in records)

@@ -49,6 +49,7 @@ def bare_module(policy, tokenizer, task, reward, advantage, algo, sampler, **par
         val_samples=0,
         seed=0,
         samples_path=None,
+        held_out_path=None,
         samples_every=10,
         samples_per_step=4,
         **parts,

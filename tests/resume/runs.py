@@ -57,8 +57,8 @@ def metric_rows(run_dir: Path) -> list[dict]:
         return [{k: v for k, v in row.items() if not k.startswith(CLOCK)} for row in csv.DictReader(handle)]
 
 
-def samples(run_dir: Path) -> list[dict]:
-    return [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
+def samples(run_dir: Path, name: str = "samples.jsonl") -> list[dict]:
+    return [json.loads(line) for line in (run_dir / name).read_text().splitlines()]
 
 
 def summary(run_dir: Path) -> dict:

@@ -1,8 +1,9 @@
 """A run killed with SIGKILL (or stopped by SIGTERM) and resumed into its own directory ends with exactly
-the metrics.csv, samples.jsonl and final state of the uninterrupted run: every step once, every value equal
-but the wall-clock columns (CPU, fixed seed). The uninterrupted runs are jobs of one multirun. Covered: GRPO
-killed mid-epoch of the prompt set, PPO (critic and its optimiser) killed exactly at an epoch boundary, GRPO
-with learnable_band (its pass-rate table and RNG), REINFORCE (the running-mean baseline) stopped by SIGTERM.
+the metrics.csv, samples.jsonl, heldout.jsonl and final state of the uninterrupted run: every step once, every
+value equal but the wall-clock columns (CPU, fixed seed). The uninterrupted runs are jobs of one multirun.
+Covered: GRPO killed mid-epoch of the prompt set, PPO (critic and its optimiser) killed exactly at an epoch
+boundary, GRPO with learnable_band (its pass-rate table and RNG), REINFORCE (the running-mean baseline) stopped
+by SIGTERM.
 
 The prompt set has 16 prompts, 4 per step (an epoch is 4 steps); 8 steps per run.
 """
@@ -47,6 +48,7 @@ def assert_same_run(run, reference) -> None:
     assert training_steps(run) == list(range(STEPS))  # every step once, in order
     assert metric_rows(run) == metric_rows(reference)
     assert samples(run) == samples(reference)
+    assert samples(run, "heldout.jsonl") == samples(reference, "heldout.jsonl")  # every evaluation's rows once
     final, expected = checkpoint(run / "checkpoints" / "last.ckpt"), checkpoint(reference / "checkpoints" / "last.ckpt")
     assert final["global_step"] == STEPS
     assert final["rlx"] == expected["rlx"]  # curriculum and advantage state

@@ -77,7 +77,11 @@ def test_trim_drops_rows_from_the_checkpoint_step_on_and_torn_lines(tmp_path):
     (tmp_path / "samples.jsonl").write_text(
         "".join(f'{{"step": {s}, "completion": "x"}}\n' for s in range(6)) + '{"step": 6, "compl'
     )
-    assert trim_history(tmp_path, 3) == (5, 4)  # steps 3, 4, 5, the step-5 evaluation, the torn row
+    (tmp_path / "heldout.jsonl").write_text("".join(f'{{"step": {s}, "status": "PASS"}}\n' for s in (0, 0, 2, 2, 5)))
+    assert trim_history(tmp_path, 3) == (
+        5,
+        5,
+    )  # steps 3, 4, 5, the step-5 evaluation, the torn row; heldout's step-5 row
     with (tmp_path / "metrics.csv").open(newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert [(r["step"], bool(r["reward/mean"])) for r in rows] == [
@@ -92,7 +96,10 @@ def test_trim_drops_rows_from_the_checkpoint_step_on_and_torn_lines(tmp_path):
         '{"step": 1',
         '{"step": 2',
     ]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["metrics.csv", "samples.jsonl"]  # no temporary left
+    assert [line[:10] for line in (tmp_path / "heldout.jsonl").read_text().splitlines()] == ['{"step": 0'] * 2 + [
+        '{"step": 2'
+    ] * 2  # the step-5 evaluation's rows go
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["heldout.jsonl", "metrics.csv", "samples.jsonl"]
 
 
 def test_appending_writer_keeps_the_history_and_widens_the_header(tmp_path):

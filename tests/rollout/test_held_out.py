@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -12,7 +13,7 @@ import torch
 from rlx.distributed.evaluation import EvalTally
 from rlx.distributed.world import World
 from rlx.rewards.base import Status, Verdict
-from rlx.rollout.held_out import held_out_verdicts
+from rlx.rollout.held_out import Scored, append_records, held_out_records, held_out_verdicts
 from rlx.train import train
 from tests.conftest import FAST_MODEL, TINY_TASK, compose_config
 
@@ -49,7 +50,7 @@ ROWS = [{"prompt": f"p{i}"} for i in range(5)]
 
 def test_greedy_decodes_each_row_once_in_chunks():
     rollout = FakeRollout()
-    verdicts = held_out_verdicts(rollout, None, None, PromptEcho(), ROWS, 8, 2)
+    verdicts = held_out_verdicts(rollout, None, None, PromptEcho(), ROWS, 8, 2).verdicts
     assert len(verdicts) == 5 and all(v.status == Status.PASS for v in verdicts)
     assert rollout.calls == [(2, 1.0, True, 1), (2, 1.0, True, 1), (1, 1.0, True, 1)]
 
@@ -60,27 +61,57 @@ def test_samples_are_k_per_row_at_the_temperature_seeded_and_leave_the_callers_g
     state = torch.get_rng_state()
     first = held_out_verdicts(
         rollout, None, None, PromptEcho(), ROWS, 8, 6, samples=3, temperature=0.7, seed=(0, 4, 0, 0)
-    )
+    ).verdicts
     assert torch.equal(torch.get_rng_state(), state)  # a validation never shifts what training draws next
     assert len(first) == 15 and all(v.status == Status.PASS for v in first)  # row i's samples at 3i .. 3i + 2
     assert rollout.calls == [(2, 0.7, False, 3), (2, 0.7, False, 3), (1, 0.7, False, 3)]  # 6 completions a chunk
 
     def texts(seed):
-        probe = FakeRollout()
-        captured = []
-        probe_call = probe.__call__
-
-        def recording(*args, **kwargs):
-            out = probe_call(*args, **kwargs)
-            captured.extend(out.texts)
-            return out
-
-        held_out_verdicts(recording, None, None, PromptEcho(), ROWS, 8, None, samples=3, temperature=0.7, seed=seed)
-        return captured
+        scored = held_out_verdicts(
+            FakeRollout(), None, None, PromptEcho(), ROWS, 8, None, samples=3, temperature=0.7, seed=seed
+        )
+        return scored.texts
 
     assert texts((0, 4, 0, 0)) == texts((0, 4, 0, 0))  # reproducible: a resumed run evaluates what the first did
     others = [texts(s) for s in ((1, 4, 0, 0), (0, 5, 0, 0), (0, 4, 1, 0), (0, 4, 0, 1))]  # seed, step, rank, batch
     assert all(o != texts((0, 4, 0, 0)) for o in others)
+
+
+def test_held_out_records_name_each_rows_greedy_answer_and_its_sampled_passes(tmp_path):
+    rows = [{"prompt": "p0", "name": "relu 8x64 f32"}, {"prompt": "p1"}]
+    greedy = Scored(["a", "b"], [Verdict(1.5, Status.PASS), Verdict(0.0, Status.FORMAT)])
+    sampled = Scored(
+        ["s"] * 6,
+        [Verdict(1.0, Status.PASS), Verdict(0.0, Status.FAIL), Verdict(1.0, Status.PASS)]  # row 0: 2 of 3
+        + [Verdict(0.0, Status.FAIL), Verdict(0.0, Status.CRASH), Verdict(1.0, Status.PASS)],  # row 1: 1 of 3
+    )
+    records = held_out_records(7, rows, greedy, sampled)
+    assert records == [
+        {
+            "step": 7,
+            "prompt": "p0",
+            "name": "relu 8x64 f32",
+            "completion": "a",
+            "status": "PASS",
+            "reward": 1.5,
+            "sampled_passed": 2,
+            "sampled": 3,
+        },
+        {
+            "step": 7,
+            "prompt": "p1",
+            "completion": "b",
+            "status": "FORMAT",
+            "reward": 0.0,
+            "sampled_passed": 1,
+            "sampled": 3,
+        },
+    ]
+    assert "sampled" not in held_out_records(7, rows, greedy, None)[0]
+    path = tmp_path / "heldout.jsonl"
+    append_records(path, records[:1])
+    append_records(path, records[1:])
+    assert [json.loads(line) for line in path.read_text().splitlines()] == records
 
 
 def test_pass_at_1_is_the_mean_over_every_sample_of_every_row():
@@ -116,6 +147,12 @@ def test_val_samples_reports_pass_at_1_which_equals_greedy_accuracy_near_zero_te
         evaluations = [r for r in csv.DictReader(handle) if r.get("val/accuracy")]
     assert len(evaluations) == 3 and all(r["val/pass@1"] for r in evaluations)  # before, steps 1 and 2 (= after)
     assert warm["after"] == {k: round(float(v), 4) for k, v in evaluations[-1].items() if k.startswith("val/")}
+    records = [json.loads(line) for line in Path(warm["held_out"]).read_text().splitlines()]
+    assert [r["step"] for r in records] == [0] * 9 + [1] * 9 + [2] * 9  # every row at every evaluation
+    for evaluation, step in zip(evaluations, (0, 1, 2), strict=True):
+        rows = [r for r in records if r["step"] == step]
+        assert sum(r["status"] == "PASS" for r in rows) / 9 == pytest.approx(float(evaluation["val/accuracy"]))
+        assert sum(r["sampled_passed"] for r in rows) / 27 == pytest.approx(float(evaluation["val/pass@1"]))
     plain = train(compose_config([*common, "trainer.val_check_interval=2", "trainer.max_steps=3"], tmp_path / "plain"))
     assert "val/pass@1" not in plain["after"]
     with Path(plain["metrics_csv"]).open() as handle:  # the last step is no evaluation step: `after` evaluates
