@@ -119,10 +119,10 @@ def step_of(value) -> int | None:
 
 
 def trim_history(run_dir: Path, step: int) -> tuple[int, int]:
-    """Drop rows of step >= `step` from run_dir's metrics.csv, samples.jsonl and heldout.jsonl (and any torn
-    last line): they were written by a segment after the checkpoint being resumed. Returns the rows dropped of
-    metrics.csv and of the two jsonl files together."""
-    dropped_metrics = dropped_samples = 0
+    """Drop the rows a segment wrote after the checkpoint of step `step` being resumed (and any torn last line):
+    metrics.csv's and samples.jsonl's of step >= `step`, heldout.jsonl's evaluated after more than `step` steps.
+    Returns the rows dropped of metrics.csv and of the two jsonl files together."""
+    dropped_metrics = 0
     metrics = run_dir / "metrics.csv"
     if metrics.is_file():
         header = read_header(metrics)
@@ -132,16 +132,19 @@ def trim_history(run_dir: Path, step: int) -> tuple[int, int]:
         dropped_metrics = len(rows) - len(kept)
         if dropped_metrics:
             write_rows(metrics, header, kept)
-    for name in ("samples.jsonl", "heldout.jsonl"):
-        dropped_samples += _trim_jsonl(run_dir / name, step)
+    # a samples.jsonl row's step is the step that trained it (0 .. step - 1 are done); a heldout.jsonl row's is
+    # the number of steps done when it was evaluated, and the evaluation after step `step` ran before that
+    # step's checkpoint was committed (rlx.callbacks.checkpoint), so it stays
+    dropped_samples = _trim_jsonl(run_dir / "samples.jsonl", step - 1) + _trim_jsonl(run_dir / "heldout.jsonl", step)
     return dropped_metrics, dropped_samples
 
 
-def _trim_jsonl(path: Path, step: int) -> int:
+def _trim_jsonl(path: Path, last: int) -> int:
+    """Keep the rows of `path` whose step is at most `last`; drop the rest and a torn last line."""
     if not path.is_file():
         return 0
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    kept = [line for line in lines if (s := _sample_step(line)) is not None and s < step]
+    kept = [line for line in lines if (s := _sample_step(line)) is not None and s <= last]
     if len(kept) < len(lines):
         tmp = path.with_name(f".{path.name}.tmp")
         tmp.write_text("".join(kept), encoding="utf-8")

@@ -73,8 +73,9 @@ def passed(verdicts: list[Verdict]) -> list[bool]:
 
 def held_out_records(step: int, rows: list[dict], greedy: Scored, sampled: Scored | None) -> list[dict]:
     """One heldout.jsonl record per row: its greedy completion, status and reward and, with sampled completions
-    (k per row), how many of them passed. Which problems an update won or lost is a diff of two steps' records;
-    the aggregate val/accuracy cannot say."""
+    (k per row), how many of them passed. `step`: the RL steps done when it was evaluated (0: before RL; in
+    metrics.csv the same evaluation's row has the step of the last step done). Which problems an update won or
+    lost is a diff of two steps' records; the aggregate val/accuracy cannot say."""
     k = len(sampled.verdicts) // max(len(rows), 1) if sampled is not None else 0
     records = []
     for i, row in enumerate(rows):

@@ -77,7 +77,7 @@ def test_trim_drops_rows_from_the_checkpoint_step_on_and_torn_lines(tmp_path):
     (tmp_path / "samples.jsonl").write_text(
         "".join(f'{{"step": {s}, "completion": "x"}}\n' for s in range(6)) + '{"step": 6, "compl'
     )
-    (tmp_path / "heldout.jsonl").write_text("".join(f'{{"step": {s}, "status": "PASS"}}\n' for s in (0, 0, 2, 2, 5)))
+    (tmp_path / "heldout.jsonl").write_text("".join(f'{{"step": {s}, "status": "PASS"}}\n' for s in (0, 0, 3, 3, 5)))
     assert trim_history(tmp_path, 3) == (
         5,
         5,
@@ -97,8 +97,8 @@ def test_trim_drops_rows_from_the_checkpoint_step_on_and_torn_lines(tmp_path):
         '{"step": 2',
     ]
     assert [line[:10] for line in (tmp_path / "heldout.jsonl").read_text().splitlines()] == ['{"step": 0'] * 2 + [
-        '{"step": 2'
-    ] * 2  # the step-5 evaluation's rows go
+        '{"step": 3'
+    ] * 2  # evaluated after 3 steps, before step 3's checkpoint was committed: kept; the one after 5 steps goes
     assert sorted(p.name for p in tmp_path.iterdir()) == ["heldout.jsonl", "metrics.csv", "samples.jsonl"]
 
 
