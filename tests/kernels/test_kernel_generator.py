@@ -4,6 +4,7 @@ tests/kernels/test_kernel_sandbox.py runs the answers)."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 import pytest
 
@@ -120,11 +121,28 @@ def test_noise_share_and_determinism(task):
     assert kernels_task("data.noise=0").fingerprint() != task.fingerprint()
 
 
+def test_balance_family_draws_each_family_equally_often_and_problem_each_problem(task):
+    def shares(t: KernelTask) -> dict[str, float]:
+        names = {f"# {p.name}\n": p.family for p in t.problems.values()}
+        families = Counter(names[prompt] for prompt, _ in t.warm_start_examples(4000, seed=0))
+        return {f: n / 4000 for f, n in families.items()}
+
+    assert task.balance == "family"  # the default
+    assert all(abs(share - 0.25) < 0.03 for share in shares(task).values()), shares(task)
+    by_problem = kernels_task("data.balance=problem")
+    train = Counter(by_problem.problems[row["name"]].family for row in by_problem.train)
+    expected = {f: n / len(by_problem.train) for f, n in train.items()}  # fused: about 24/39 of the problems
+    assert expected["fused"] > 0.55 and expected["row"] < 0.15, expected
+    assert all(abs(shares(by_problem)[f] - expected[f]) < 0.03 for f in expected)
+    assert by_problem.fingerprint() != task.fingerprint()  # another corpus: another cached warm start
+
+
 @pytest.mark.parametrize(
     ("override", "message"),
     [
         ("data.prompt_style=code", "data.prompt_style must be 'source' or 'name'"),
         ("data.noise=1.5", "data.noise must be a probability (got 1.5)"),
+        ("data.balance=op", "data.balance must be 'family' or 'problem' (got 'op')"),
         ("data.dtypes=[float64]", "data.dtypes must be a non-empty list from"),
         ("data.shapes=[[16]]", "data.shapes must be a non-empty list of [rows, cols]"),
         ("data.val_size=2000", "data.val_size must be in (0, 585)"),

@@ -91,12 +91,15 @@ class KernelTask(Task):
         val_size: int,
         split_seed: int,
         noise: float,
+        balance: str,
         max_new_tokens: int,
         warm_start_min_match: float = Task.warm_start_min_match,
         warm_start_plateau_loss: float | None = Task.warm_start_plateau_loss,
     ) -> None:
         if prompt_style not in ("source", "name"):
             raise ValueError(f"data.prompt_style must be 'source' or 'name' (got {prompt_style!r})")
+        if balance not in ("family", "problem"):
+            raise ValueError(f"data.balance must be 'family' or 'problem' (got {balance!r})")
         if not 0.0 <= noise <= 1.0:
             raise ValueError(f"data.noise must be a probability (got {noise})")
         unknown = [d for d in dtypes if d not in DTYPES]
@@ -122,7 +125,7 @@ class KernelTask(Task):
         order = list(range(len(problems)))
         random.Random(split_seed).shuffle(order)
         held = set(order[:val_size])
-        self.prompt_style, self.noise, self.max_new_tokens = prompt_style, noise, max_new_tokens
+        self.prompt_style, self.noise, self.balance, self.max_new_tokens = prompt_style, noise, balance, max_new_tokens
         self.warm_start_min_match, self.warm_start_plateau_loss = warm_start_min_match, warm_start_plateau_loss
         self.problems = {p.name: p for p in problems}
         self.train = [self._row(p) for i, p in enumerate(problems) if i not in held]
@@ -141,9 +144,13 @@ class KernelTask(Task):
 
     def warm_start_examples(self, count: int, seed: int) -> list[tuple[str, str]]:
         rng = random.Random(seed)
+        by_family: dict[str, list[dict]] = {}
+        for row in self.train:
+            by_family.setdefault(self.problems[row["name"]].family, []).append(row)
+        families = sorted(by_family)
         examples = []
         for _ in range(count):
-            row = rng.choice(self.train)
+            row = rng.choice(by_family[rng.choice(families)] if self.balance == "family" else self.train)
             text = self.problems[row["name"]].solution
             if rng.random() < self.noise:
                 applicable = [c for c in (corrupt(text) for corrupt in CORRUPTIONS.values()) if c is not None]
@@ -157,6 +164,7 @@ class KernelTask(Task):
             "task": "kernels-generated",
             "style": self.prompt_style,
             "noise": self.noise,
+            "balance": self.balance,
             "train": len(self.train),
             "corpus": hashlib.sha256(corpus.encode()).hexdigest()[:16],
             "corruptions": sorted(CORRUPTIONS),
