@@ -68,3 +68,32 @@ def test_gpu_recipe_scales_the_cpu_one_up(cfg_factory):
         "B=512, no mask",
         "B=4096, no mask",
     }
+
+
+@pytest.mark.parametrize(
+    ("algo", "expected"),
+    [
+        ("grpo", "token_class"),  # names no estimator: the reward's
+        ("ppo", "gae"),
+        ("dr_grpo", "group_mean"),
+        ("dapo", "group_norm"),
+        ("gspo", "group_norm"),
+        ("cispo", "group_norm"),
+        ("reinforce", "running_mean"),
+        ("reinforce_pp", "reinforce_pp"),
+    ],
+)
+def test_reward_triton_brings_token_class_credit_unless_the_preset_names_its_estimator(cfg_factory, algo, expected):
+    choices = {
+        "token_class": "rlx.algos.token_class.TokenClass",
+        "gae": "rlx.algos.advantages.GAE",
+        "group_mean": "rlx.algos.advantages.GroupMean",
+        "group_norm": "rlx.algos.advantages.GroupNorm",
+        "running_mean": "rlx.algos.advantages.RunningMean",
+        "reinforce_pp": "rlx.algos.advantages.ReinforcePP",
+    }
+    assert cfg_factory(f"algo={algo}", "reward=triton").advantage._target_ == choices[expected]
+    if algo == "grpo":
+        assert cfg_factory("algo=grpo").advantage._target_ == choices["group_norm"]  # reward=math: GRPO's own
+        for order in (("advantage=group_norm", "reward=triton"), ("reward=triton", "advantage=group_norm")):
+            assert cfg_factory(*order).advantage._target_ == choices["group_norm"]  # the command line wins
