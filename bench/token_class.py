@@ -4,15 +4,19 @@
                       [--results bench/RESULTS-token_class.md] [--extra trainer.max_steps=20 ...]
 
 Both arms are the headline command, `python -m rlx algo=grpo reward=triton seed=<s>` (the recipe of
-conf/recipe/triton_grpo.yaml: same warm start, prompts, group size, steps, temperature and lr), and differ
-only in how a completion's reward reaches its tokens:
+conf/recipe/triton_grpo.yaml: same warm start, prompts, group size, steps, temperature and lr; token_class is
+reward=triton's own credit, so that arm is the plain command), and differ only in how a completion's reward
+reaches its tokens:
   uniform      advantage=group_mean: every token gets r − mean(group) of the scalar reward
                r = correct + plan_weight · plan (+ the speed term on a GPU);
   token_class  advantage=token_class: the plan line's tokens get plan − mean(group's plan), the code's tokens
                correct − mean(group's correct) (TritonRL's mean-only advantage, conf/advantage/token_class.yaml).
 Both are mean-only (no std division), so the comparison isolates the credit assignment. Each run is its own
 process (`python -m rlx ...`); a run whose summary.json exists is not rerun, so an interrupted benchmark
-continues. Prints a markdown table (per seed, then the mean over seeds) and writes it to --results if given. Runs with
+continues. Held-out: greedy `val/accuracy` and, where the runs sample (the recipe's val_samples), `val/pass@1`
+before and after, and the problems whose greedy answer went from fail to pass (won) and from pass to fail
+(lost) between the first and the last evaluation (heldout.jsonl). Prints a markdown table (per seed, then the
+mean over seeds) and writes it to --results if given. Runs with
 --extra overrides go to their own subfolder of --out (named by a hash of the overrides), so a cached run is only
 reused at the same budget.
 """
@@ -32,7 +36,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-ARMS = {"uniform": ["advantage=group_mean"], "token_class": ["advantage=token_class"]}
+# token_class first: it is the plain command (reward=triton's own credit), so with a cold cache each seed's
+# token_class run pays for that seed's warm start, as `python -m rlx algo=grpo reward=triton` would
+ARMS = {"token_class": ["advantage=token_class"], "uniform": ["advantage=group_mean"]}
 WINDOW = 5  # steps averaged at the start and at the end (at most half the steps, so the two never overlap)
 
 
@@ -77,12 +83,15 @@ def read(run_dir: Path) -> dict:
         return statistics.mean(float(r[key]) for r in rows)
 
     window_size = max(1, min(WINDOW, len(steps) // 2))
+    before, after = summary["before"], summary["after"]
     first, last = steps[:window_size], steps[-window_size:]
     return {
         "correct": (window("reward/correct", first), window("reward/correct", last)),
         "plan": (window("reward/plan", first), window("reward/plan", last)),
         "valid": (window("reward/valid", first), window("reward/valid", last)),
-        "val": (summary["before"]["val/accuracy"], summary["after"]["val/accuracy"]),
+        "val": (before["val/accuracy"], after["val/accuracy"]),
+        "pass1": (before["val/pass@1"], after["val/pass@1"]) if "val/pass@1" in after else None,
+        "won_lost": won_lost(Path(summary["held_out"])),
         "wall_s": summary["wall_s"],
         "cpu_s": json.loads((run_dir / "cpu.json").read_text())["cpu_s"] if (run_dir / "cpu.json").is_file() else None,
         "steps": summary["steps"],
@@ -90,12 +99,24 @@ def read(run_dir: Path) -> dict:
     }
 
 
+def won_lost(path: Path) -> tuple[int, int]:
+    """Held-out problems whose greedy answer failed at the first evaluation and passed at the last (won), and
+    the reverse (lost)."""
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    first, last = min(r["step"] for r in rows), max(r["step"] for r in rows)
+    status = {(r["step"], r["prompt"]): r["status"] == "PASS" for r in rows}
+    prompts = {r["prompt"] for r in rows}
+    won = sum(not status[(first, p)] and status[(last, p)] for p in prompts)
+    lost = sum(status[(first, p)] and not status[(last, p)] for p in prompts)
+    return won, lost
+
+
 def cpu(r: dict) -> str:
     return "CPU not recorded" if r["cpu_s"] is None else f"{r['cpu_s']:.0f} s CPU"
 
 
-def pair(values: tuple[float, float]) -> str:
-    return f"{values[0]:.2f} → {values[1]:.2f}"
+def pair(values: tuple[float, float], digits: int = 2) -> str:
+    return f"{values[0]:.{digits}f} → {values[1]:.{digits}f}"
 
 
 def table(results: dict) -> str:
@@ -103,15 +124,17 @@ def table(results: dict) -> str:
     lines = [
         (
             f"| credit | seed | `reward/correct` steps 1–{window} → last {window} | `reward/plan` | `reward/valid` | "
-            "held-out `val/accuracy` before → after | wall (CPU) time |"
+            "held-out `val/accuracy` (greedy) before → after | problems won / lost | held-out `val/pass@1` | "
+            "wall (CPU) time |"
         ),
-        "|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for arm in ARMS:
         for seed, r in sorted(results[arm].items()):
             lines.append(
                 f"| {arm} | {seed} | {pair(r['correct'])} | {pair(r['plan'])} | {pair(r['valid'])} | "
-                f"{pair(r['val'])} | {r['wall_s']:.0f} s ({cpu(r)}) |"
+                f"{pair(r['val'], 3)} | {r['won_lost'][0]} / {r['won_lost'][1]} | "
+                f"{pair(r['pass1'], 3) if r['pass1'] else 'not sampled'} | {r['wall_s']:.0f} s ({cpu(r)}) |"
             )
 
     def mean(runs: list[dict], key: str) -> tuple[float, float]:
@@ -120,9 +143,13 @@ def table(results: dict) -> str:
     for arm in ARMS:
         runs = list(results[arm].values())
         gain = statistics.mean(r["correct"][1] - r["correct"][0] for r in runs)
+        won, lost = sum(r["won_lost"][0] for r in runs), sum(r["won_lost"][1] for r in runs)
+        sampled = [r for r in runs if r["pass1"]]
+        pass1 = pair(mean(sampled, "pass1"), 3) if len(sampled) == len(runs) else ""
         lines.append(
             f"| **{arm}** | mean of {len(runs)} | {pair(mean(runs, 'correct'))} (gain {gain:+.2f}) | "
-            f"{pair(mean(runs, 'plan'))} | {pair(mean(runs, 'valid'))} | {pair(mean(runs, 'val'))} | |"
+            f"{pair(mean(runs, 'plan'))} | {pair(mean(runs, 'valid'))} | {pair(mean(runs, 'val'), 3)} | "
+            f"{won} / {lost} in all | {pass1} | |"
         )
     return "\n".join(lines)
 

@@ -71,6 +71,18 @@ BENCH: dict[str, list[str]] = {
         "{work}/scaling.png",
     ],
     "sandbox_throughput.py": [],
+    "token_class.py": [
+        "--seeds",
+        "0",
+        "--out",
+        "{work}/token_class",
+        "--extra",
+        *ONE_STEP,
+        *FAST_MODEL,
+        *KERNELS,
+        "val_samples=2",
+        "reward.seed=0",
+    ],
     "memory.py": [
         "--prompts",
         "2",
