@@ -78,11 +78,12 @@ def check_world(world_size: int, strategy: str, algo, advantage, val_rows: int) 
 def check_launcher(launcher_cfg, trainer_cfg) -> None:
     """Hydra's submitit SLURM launcher starts one process per task; Lightning (its SLURM environment) makes each
     task a rank. Tasks and nodes must then match the trainer's devices and nodes."""
-    if launcher_cfg is None or "Slurm" not in str(launcher_cfg.get("_target_", "")):
+    # every Hydra launcher config names its _target_; the submitit SLURM one always has nodes and tasks_per_node
+    if launcher_cfg is None or "Slurm" not in launcher_cfg["_target_"]:
         return
     world = configured_world_size(trainer_cfg)
     devices = world // int(trainer_cfg["num_nodes"]) if world else None
-    tasks, nodes = launcher_cfg.get("tasks_per_node"), launcher_cfg.get("nodes")
+    tasks, nodes = launcher_cfg["tasks_per_node"], launcher_cfg["nodes"]
     if devices is not None and tasks != devices:
         raise ConfigError(
             f"hydra.launcher.tasks_per_node={tasks} but trainer.devices={trainer_cfg['devices']}: under SLURM "
