@@ -71,7 +71,7 @@ def greedy_match_rate(model, tokenizer, examples: list[tuple[str, str]], max_new
     anyway); with T > max_new_tokens it cannot. One forward pass over prompt + c + eos yields every one of
     those argmaxes, where decoding takes up to max_new_tokens steps (a barely trained model runs every row to
     the cap: 520 steps on data=kernels). The two agree up to float rounding between a full forward pass and
-    cached decoding (tests/models/test_tiny_model.py compares them)."""
+    cached decoding (tests/models/test_greedy_match.py compares them)."""
     input_ids, attention_mask, labels = encode_examples(tokenizer, examples)  # [N, L] each; labels: c + eos
     # a text the tokenizer cannot round-trip (an unknown character) never comes back out of decoding
     exact = torch.tensor([tokenizer.decode(tokenizer.encode(c, add_special_tokens=False)) == c for _, c in examples])
