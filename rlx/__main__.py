@@ -9,7 +9,7 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from rlx.cli import configs
+from rlx.cli import configs, implied
 from rlx.errors import explain
 
 log = logging.getLogger("rlx")
@@ -22,6 +22,7 @@ def run(cfg: DictConfig) -> float | None:
     from rlx.cli.preflight import check_config
 
     check_config(cfg)  # unset values, the step budget, a sweep started as one run: before any heavy import
+    implied.announce(cfg)  # what a choice brought or set for another group (reward=triton: data=kernels, ...)
     from rlx.cli.logs import quiet_third_party
     from rlx.train import train  # heavy imports after Hydra has parsed the command line
 

@@ -347,10 +347,10 @@ class Artifacts:
         directory = self.root / name
         conf, sweeps = config_dirs()
         for token in tokens:
-            match = re.match(r"^\+{1,2}([\w/]+)=(\w+)$", token)
-            if not match:
-                continue
-            group, option = match.groups()
+            match = re.match(r"^(\+{0,2})([\w/]+)=(\w+)$", token)
+            if not match or (not match.group(1) and not (conf / match.group(2)).is_dir()):
+                continue  # not a group option (`seed=0`), or one to add (+group=option) to a group rlx lacks
+            group, option = match.group(2), match.group(3)
             if (conf / group / f"{option}.yaml").is_file() or (
                 group == "sweeps" and (sweeps / f"{option}.yaml").is_file()
             ):
