@@ -47,12 +47,12 @@ from rlx.update import NonFiniteGuard, prepare, update
 
 def length_by_outcome(lengths, statuses: list[str], valid) -> dict:
     """rollout/length_pass and rollout/length_fail: mean completion length (tokens, eos included) of the
-    completions that passed and of the scored ones that did not; a side with no completion is not logged."""
+    completions that passed and of the scored ones that did not; NaN for a side with no completion (a mean of
+    nothing), so both columns exist from the first step."""
     passed = torch.tensor([s == Status.PASS.value for s in statuses], device=lengths.device)  # [N]
     out = {}
     for name, rows in (("pass", passed & valid), ("fail", ~passed & valid)):
-        if rows.any():
-            out[f"rollout/length_{name}"] = lengths[rows].float().mean()
+        out[f"rollout/length_{name}"] = lengths[rows].float().mean() if rows.any() else torch.tensor(float("nan"))
     return out
 
 
@@ -281,7 +281,8 @@ class RLModule(LightningModule):
             "train/skipped_updates": float(self.guard.skipped),
             "train/trained_frac": batch.sample_mask.float().mean(),
             **{f"reward/{k}": v[valid].float().mean() for k, v in batch.components.items() if valid.any()},
-            **{f"reward/status_{s.lower()}": sum(1 for x in batch.statuses if x == s) / n for s in set(batch.statuses)},
+            # every status, 0 when absent: metrics.csv's columns do not come and go
+            **{f"reward/status_{s.value.lower()}": sum(1 for x in batch.statuses if x == s.value) / n for s in Status},
             **self.sampler.metrics(),
             **losses,
             **length_by_outcome(mask.sum(-1), batch.statuses, valid),

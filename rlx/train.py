@@ -111,7 +111,7 @@ def train(cfg: DictConfig) -> dict:
     train_metrics = {
         k: round(float(v), 4)
         for k, v in trainer.callback_metrics.items()
-        if k.split("/")[0] in ("reward", "loss", "rollout", "adv", "curriculum")
+        if k.split("/")[0] in ("reward", "loss", "rollout", "adv", "curriculum") and not v.isnan()  # NaN: no data
     }
     after = final_validation(trainer, module)
     world = World.current()  # every rank evaluated its share; rank 0 alone writes what follows

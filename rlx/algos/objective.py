@@ -64,8 +64,8 @@ def objective(
         weights: [N, T] aggregation weights; token_weights: [N, T] mask / (the minibatch's token count).
     Returns: loss (a scalar contribution), metrics (scalar contributions, detached):
         loss/policy, loss/kl (when ref_logp is given), loss/clipfrac (= low + high), loss/clipfrac_low,
-        loss/clipfrac_high, loss/approx_kl_k1 = mean(log π_old − log π_θ), loss/approx_kl_k3 =
-        mean(ρ − 1 − log ρ) (both estimate KL(π_old ‖ π_θ), token means; loss/approx_kl is k3, as in cleanrl).
+        loss/clipfrac_high, loss/approx_kl_k1 = mean(log π_old − log π_θ), loss/approx_kl = mean(ρ − 1 − log ρ)
+        (k3, as cleanrl's approx_kl; both estimate KL(π_old ‖ π_θ), token means).
     """
     out = policy_loss(logp, old_logp, advantages, mask)  # [N, T] each
     policy = (out.loss * weights).sum()  # []
@@ -89,7 +89,6 @@ def objective(
                 "loss/clipfrac_low": low,
                 "loss/clipfrac_high": high,
                 "loss/approx_kl_k1": (-log_ratio * token_weights).sum(),
-                "loss/approx_kl_k3": k3,
                 "loss/approx_kl": k3,
             }
         )

@@ -68,9 +68,11 @@ def read_metrics(path: Path | None) -> dict[str, list[tuple[int, float]]]:
                 if key in ("step", "epoch") or value in (None, ""):
                     continue
                 try:
-                    series.setdefault(key, []).append((int(float(step)), float(value)))
+                    number = float(value)
                 except ValueError:
                     continue
+                if number == number:  # NaN: the step had nothing to average (rollout/length_fail with no failure)
+                    series.setdefault(key, []).append((int(float(step)), number))
     return series
 
 
