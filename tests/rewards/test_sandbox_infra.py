@@ -64,3 +64,20 @@ def test_a_checker_bug_propagates():
 
         with pytest.raises(KeyError):
             sandbox.map(["x = 1"], check)
+
+
+@pytest.mark.slow
+def test_a_request_deadline_ends_the_session_as_timeout():
+    with Sandbox("rlx.rewards.unit_tests_harness", 1, LIMITS, modules=("rlx.rewards.sandbox.values",)) as sandbox:
+
+        def check(session, index):
+            session.request({"op": "load"})
+            fast = session.request({"op": "eval", "expr": "f(0)"}, timeout_s=1.0)[0]
+            try:
+                session.request({"op": "eval", "expr": "f(1)"}, timeout_s=0.3)
+            except Ended as ended:
+                return fast, ended.status
+            return fast, None
+
+        program = "def f(slow):\n    while slow:\n        pass\n    return 7\n"
+        assert sandbox.map([program, program], check) == [({"value": ["int", "7"]}, Status.TIMEOUT)] * 2

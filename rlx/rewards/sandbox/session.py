@@ -115,12 +115,18 @@ class Session:
         self._started = False
         self.facts: RunFacts | None = None
 
-    def request(self, message: dict, blobs: Sequence[bytes] = ()) -> tuple[dict, list[bytes]]:
-        """Send one request, return the candidate's reply (untrusted plain data); raises Ended only."""
+    def request(
+        self, message: dict, blobs: Sequence[bytes] = (), timeout_s: float | None = None
+    ) -> tuple[dict, list[bytes]]:
+        """Send one request, return the candidate's reply (untrusted plain data); raises Ended only. With
+        `timeout_s`, a reply that takes longer ends the session as TIMEOUT (the candidate is stopped)."""
         if self._ended is not None:
             raise self._ended
         self._worker.send(b"M", frames.pack_message(message, blobs))
+        patience = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
+            if patience is not None and patience < self._deadline and not self._worker.ready(patience):
+                self._end(Ended(Status.TIMEOUT, f"no reply within the request's {timeout_s} s"))
             kind, body = self._receive()
             if kind == b"M":
                 try:
@@ -131,9 +137,9 @@ class Session:
                 self._finish(body)
 
     def _end(self, ended: Ended) -> None:
-        """Stop the candidate (it broke the protocol), collect its facts, raise `ended`."""
+        """Stop the candidate (it broke the protocol or took too long), raise `ended`."""
         self.close(wait=False)
-        self._ended = Ended(ended.status, ended.reason, self.facts)
+        self._ended = ended
         raise self._ended
 
     def _finish(self, body: bytes) -> None:
@@ -225,6 +231,12 @@ class _Worker:
             frames.write_frame(self.process.stdin.fileno(), kind, body)
         except OSError as err:
             raise _Broken(f"the jail's pipe broke ({err})") from None
+
+    def ready(self, deadline: float) -> bool:
+        """Whether a frame arrives before `deadline`."""
+        assert self.process is not None and self.process.stdout is not None
+        fd = self.process.stdout.fileno()
+        return bool(select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0])
 
     def receive(self, deadline: float) -> tuple[bytes, bytes]:
         assert self.process is not None and self.process.stdout is not None
