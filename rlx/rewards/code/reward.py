@@ -18,13 +18,14 @@ import ast
 import hashlib
 import importlib.util
 import os
+import sys
 from dataclasses import asdict, replace
 
 from rlx.rewards.base import Status, Verdict
 from rlx.rewards.code.compare import OUTPUT_MODES, Comparison, normalise_output, outputs_match
 from rlx.rewards.code.formats import CODE_FROM, FORMATS, RowError, Tests, candidate_code, parse
 from rlx.rewards.sandbox.isolation import Limits
-from rlx.rewards.sandbox.pool import SandboxPool
+from rlx.rewards.sandbox.pool import REPO_ROOT, SandboxPool
 from rlx.rewards.sandbox.records import RunResult, events
 from rlx.rewards.verdicts import run_status
 
@@ -102,6 +103,19 @@ class CodeTestsReward:
         self.pool = SandboxPool(
             workers, preload=("rlx.rewards.code.checker", *preload), env={}, hide=tuple(hide), base_uid=base_uid
         )
+
+    def protect(self, directories: list[str]) -> list[str]:
+        """Also mount these directories empty in every sandbox (a dataset's directory: its canonical solutions
+        and tests must not be readable by a candidate), except one that holds the interpreter or rlx itself,
+        which the sandbox server needs; returns the directories hidden."""
+        needed = [os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, REPO_ROOT)]
+        added = [
+            d
+            for d in map(os.path.realpath, directories)
+            if os.path.isdir(d) and not any(n == d or n.startswith(d + os.sep) for n in needed)
+        ]
+        self.pool.hide = tuple(dict.fromkeys([*self.pool.hide, *added]))
+        return added
 
     def row_problem(self, row: dict) -> str | None:
         """What is wrong with a row's tests (None: they parse); rlx.checks.check_task runs it on every row."""
