@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import logging
 
-from rlx.errors import ConfigError
+from rlx.errors import ConfigError, RlxError
 
 log = logging.getLogger(__name__)
+
+
+class UnusableRows(RlxError):
+    """Rows whose tests the reward cannot run (not a ConfigError: the fix is in the data, not the task choice)."""
 
 
 def prompt_problem(prompt) -> str | None:
@@ -85,7 +89,7 @@ class Task:
             bad = [(i, why) for i, row in enumerate(rows) if (why := problem_of(row))]
             if bad and not drop:
                 i, why = bad[0]
-                raise ConfigError(
+                raise UnusableRows(
                     f"{self._where(split, i)}: {why} ({len(bad)} of {len(rows)} {split} rows have unusable tests; "
                     "fix them, or set reward.invalid_rows=drop to train without them)"
                 )
