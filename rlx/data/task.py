@@ -87,6 +87,8 @@ class Task:
         for split in ("train", "val"):
             rows = getattr(self, split)
             bad = [(i, why) for i, row in enumerate(rows) if (why := problem_of(row))]
+            if bad and len(bad) == len(rows):  # no row fits: the task, not a few rows, is the wrong one
+                raise ConfigError(f"{self._where(split, bad[0][0])}: {bad[0][1]} (and every other {split} row)")
             if bad and not drop:
                 i, why = bad[0]
                 raise UnusableRows(
@@ -94,10 +96,6 @@ class Task:
                     "fix them, or set reward.invalid_rows=drop to train without them)"
                 )
             if bad:
-                if len(bad) == len(rows):
-                    raise ConfigError(
-                        f"every {split} row has unusable tests, e.g. {self._where(split, bad[0][0])}: {bad[0][1]}"
-                    )
                 log.warning(
                     "dropped %d of %d %s rows whose tests do not parse (reward.invalid_rows=drop), e.g. %s: %s",
                     len(bad),

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 FORMATS = ("asserts", "check", "stdio")
 CODE_FROM = ("completion", "prompt_completion", "fenced")
+BUILTINS = frozenset(dir(builtins))
 FENCE = re.compile(r"```(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL)
 
 
@@ -62,8 +63,8 @@ def detect(row: dict) -> str:
     if tests is not None:
         return "asserts"
     raise RowError(
-        "no tests found: a row needs `tests`/`test_list` (assert lines or stdin/stdout pairs), `test` with "
-        "`entry_point` (a check(candidate) program) or `input_output` (APPS)"
+        "no tests found: a row needs one of the fields ['tests'] or ['test_list'] (assert lines or stdin/stdout "
+        "pairs), ['test', 'entry_point'] (a check(candidate) program) or ['input_output'] (APPS)"
     )
 
 
@@ -114,10 +115,11 @@ def _assert_lines(row: dict) -> list[str]:
             test = f"assert {row['entry_point']}({args}) == {test['output']!r}"
         if not isinstance(test, str):
             raise RowError(f"tests[{number}] must be an assert line, got {type(test).__name__}")
-        tree = _parse_python(test.strip(), f"tests[{number}]")
+        line = test.strip()
+        tree = _parse_python(line, f"tests[{number}]")
         if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assert):
             raise RowError(f"tests[{number}] must be one `assert ...` statement (got {test!r:.80})")
-        lines.append(test.strip())
+        lines.append(line)
     return lines
 
 
@@ -146,9 +148,41 @@ def _setup(row: dict, code_from: str) -> str:
     return source
 
 
+def _assert_step(tree: ast.Module, line: str, site: int) -> str:
+    """One assert line as the checker runs it: its parts cut from the source (no unparse: thousands of rows
+    are parsed at start), the same calls `instrument` makes."""
+    test = tree.body[0].test  # type: ignore[attr-defined]
+    part = lambda node: f"({ast.get_source_segment(line, node)})"  # noqa: E731
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
+        check = f"__rlx_assert_eq__({site}, {part(test.left)}, {part(test.comparators[0])})"
+    else:
+        check = f"__rlx_assert__({site}, {part(test)})"
+    return f"__rlx_enter__({site})\n{check}"
+
+
+def _call_pairs(row: dict) -> Tests | None:
+    """Today's `{"input": [args], "output": value}` tests with an `entry_point`, built without parsing (the
+    bundled programs task checks 14k rows at start); None when the row is not purely of that kind."""
+    tests, entry = row.get("tests"), row.get("entry_point")
+    if not (isinstance(entry, str) and entry.isidentifier() and isinstance(tests, list) and tests):
+        return None
+    if row.get("test_setup_code") or not all(
+        isinstance(t, dict) and isinstance(t.get("input"), list) and "output" in t for t in tests
+    ):
+        return None
+    labels, steps = [], []
+    for site, test in enumerate(tests):
+        call, expected = f"{entry}({', '.join(repr(arg) for arg in test['input'])})", repr(test["output"])
+        labels.append(f"assert {call} == {expected}")
+        steps.append(f"__rlx_enter__({site})\n__rlx_assert_eq__({site}, ({call}), ({expected}))")
+    return Tests("asserts", labels, steps=steps, proxies=[entry])
+
+
 def _asserts(row: dict, code_from: str) -> Tests:
+    if code_from != "prompt_completion" and (quick := _call_pairs(row)) is not None:
+        return quick
     setup = _setup(row, code_from)
-    defined = _defined(ast.parse(setup))
+    defined = _defined(ast.parse(setup)) if setup.strip() else set()
     steps, labels, called, free = [], [], set(), set()
     for line in _assert_lines(row):
         tree = ast.parse(line)
@@ -157,14 +191,12 @@ def _asserts(row: dict, code_from: str) -> Tests:
                 called.add(node.func.id)
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 free.add(node.id)
-        source, sites = instrument(tree, first=len(labels))
-        steps.append(source)
-        labels += sites
-    builtin = set(dir(builtins))
-    proxies = sorted(name for name in called - defined - builtin if not name.startswith("__rlx"))
+        steps.append(_assert_step(tree, line, len(labels)))
+        labels.append(line)
+    proxies = sorted(name for name in called - defined - BUILTINS if not name.startswith("__rlx"))
     if isinstance(row.get("entry_point"), str) and row["entry_point"] not in proxies:
         proxies.append(row["entry_point"])
-    modules = sorted(free - called - defined - builtin)  # e.g. `math` in `assert math.isclose(f(1), 0.5)`
+    modules = sorted(free - called - defined - BUILTINS)  # e.g. `math` in `assert math.isclose(f(1), 0.5)`
     imports = "".join(f"try:\n    import {name}\nexcept ImportError:\n    pass\n" for name in modules)
     return Tests("asserts", labels, setup=imports + setup, steps=steps, proxies=proxies)
 

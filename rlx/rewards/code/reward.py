@@ -99,7 +99,7 @@ class CodeTestsReward:
         self.comparison = Comparison(compare, rel_tol, abs_tol)
         self.call_timeout_s, self.case_timeout_s = call_timeout_s, case_timeout_s
         self.limits = Limits(**limits)
-        self.hide = list(hide)
+        self._parsed: dict[int, tuple[dict, Tests]] = {}
         self.pool = SandboxPool(
             workers, preload=("rlx.rewards.code.checker", *preload), env={}, hide=tuple(hide), base_uid=base_uid
         )
@@ -120,10 +120,17 @@ class CodeTestsReward:
     def row_problem(self, row: dict) -> str | None:
         """What is wrong with a row's tests (None: they parse); rlx.checks.check_task runs it on every row."""
         try:
-            parse(row, self.format, self.code_from)
+            self.tests(row)
         except RowError as err:
             return str(err)
         return None
+
+    def tests(self, row: dict) -> Tests:
+        """The row's parsed tests, kept per row object (checked at start, reused at every step)."""
+        kept = self._parsed.get(id(row))
+        if kept is None or kept[0] is not row:  # the row is held too, so its id cannot be reused meanwhile
+            kept = self._parsed[id(row)] = (row, parse(row, self.format, self.code_from))
+        return kept[1]
 
     def request(self, code: str, tests: Tests) -> tuple[str, dict, Limits]:
         if tests.format == "stdio":
@@ -155,7 +162,7 @@ class CodeTestsReward:
         verdicts: list[Verdict | None] = [None] * len(completions)
         jobs, slots, parsed = [], [], []
         for index, (completion, row) in enumerate(zip(completions, rows, strict=True)):
-            tests = parse(row, self.format, self.code_from)  # rows were checked at start: raises only on a bug
+            tests = self.tests(row)  # rows were checked at start: raises only on a bug
             code = candidate_code(completion, row, self.code_from)
             try:
                 ast.parse(code)
