@@ -135,10 +135,19 @@ def _defined(tree: ast.Module) -> set[str]:
     return names
 
 
+def _stub(prompt: str) -> str:
+    """The prompt as a program of its own: one that ends in a bare `def f(x):` gets a body."""
+    try:
+        ast.parse(prompt)
+    except SyntaxError:
+        return prompt.rstrip() + "\n    pass\n"
+    return prompt
+
+
 def _setup(row: dict, code_from: str) -> str:
     parts = []
-    if code_from == "prompt_completion":
-        parts.append(row["prompt"])
+    if code_from == "prompt_completion":  # its helpers (HumanEval/32's poly) are the test's too
+        parts.append(_stub(row["prompt"]))
     setup = row.get("test_setup_code") or ""
     if not isinstance(setup, str):
         raise RowError("`test_setup_code` must be text")
