@@ -104,8 +104,8 @@ def test_check_programs_compare_outside_the_candidate(reward, body, status, erro
 def test_the_candidate_cannot_reach_the_checker_process(reward):
     # the checker (the candidate's parent) holds the test program: its memory and descriptors are not readable
     body = (
-        "    import os\n    found = []\n"
-        "    for path in ('/proc/%d/mem' % os.getppid(), '/proc/%d/fd/0' % os.getppid(), '/proc/%d/environ' % os.getppid()):\n"
+        "    import os\n    found = []\n    parent = '/proc/%d/' % os.getppid()\n"
+        "    for path in (parent + 'mem', parent + 'fd/0', parent + 'environ'):\n"
         "        try:\n            open(path, 'rb').read(1)\n            found.append(path)\n"
         "        except Exception:\n            pass\n"
         "    return found\n"
