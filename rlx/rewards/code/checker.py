@@ -121,10 +121,11 @@ class Candidate:
 class Proxy:
     """Stands for the function under test in the checker's namespace; returns plain data only."""
 
-    def __init__(self, candidate: Candidate, name: str) -> None:
-        self._candidate, self._name = candidate, name
+    def __init__(self, candidate: Candidate, name: str, sites: Sites) -> None:
+        self._candidate, self._name, self._sites = candidate, name, sites
 
     def __call__(self, *args, **kwargs):
+        self._sites.calls += 1
         return self._candidate.call(self._name, args, kwargs)
 
 
@@ -137,6 +138,16 @@ class Sites:
         self.reached: set[int] = set()
         self.failures: dict[int, dict] = {}
         self.count = count
+        # Whether an assert tests the candidate at all: a call of the function under test happened since the
+        # previous assert ended (HumanEval's `assert True, "..."` lines make none: they are not tests, or an
+        # empty body would earn a share of them under scoring=fraction).
+        self.calls, self.mark = 0, 0
+        self.involved: set[int] = set()
+
+    def _done(self, site: int) -> None:
+        if self.calls > self.mark:
+            self.involved.add(site)
+        self.mark, self.current = self.calls, None
 
     def enter(self, site: int) -> None:
         self.current = site
@@ -145,12 +156,12 @@ class Sites:
     def check(self, site: int, ok) -> None:
         if not ok and site not in self.failures:
             self.failures[site] = {"test": site, "ok": False}
-        self.current = None
+        self._done(site)
 
     def check_eq(self, site: int, got, expected) -> None:
         if not self.comparison.equal(got, expected) and site not in self.failures:
             self.failures[site] = {"test": site, "ok": False, "got": _show(got), "expected": _show(expected)}
-        self.current = None
+        self._done(site)
 
     def abort(self, error: BaseException) -> None:
         """A step raised outside a comparison: the current site (if any) fails with the cause."""
@@ -184,8 +195,8 @@ def run_program(payload: dict, emit: Emit, alarm: Emit) -> None:
             emit({"event": "setup_error", "error": type(err).__name__, "detail": str(err)[:300]})
             return
         for name in payload["proxies"]:
-            namespace[name] = Proxy(candidate, name)
-        namespace["__rlx_proxy__"] = lambda name: Proxy(candidate, name)
+            namespace[name] = Proxy(candidate, name, sites)
+        namespace["__rlx_proxy__"] = lambda name: Proxy(candidate, name, sites)
         aborted = False
         for step in payload["steps"]:
             try:
@@ -196,6 +207,8 @@ def run_program(payload: dict, emit: Emit, alarm: Emit) -> None:
         for site in range(sites.count):
             if site in sites.failures:
                 emit(sites.failures[site])
+            elif site in sites.reached and site not in sites.involved:
+                emit({"test": site, "ok": True, "counts": False})  # passed without calling the candidate
             elif site in sites.reached or not aborted:
                 emit({"test": site, "ok": True})
             else:

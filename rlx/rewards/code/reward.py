@@ -4,7 +4,8 @@ The code runs in the sandbox (rlx.rewards.sandbox) in its own process; the row's
 checker process beside it that receives only plain data (rlx.rewards.code.checker), and stdin/stdout outputs
 are compared here, outside the sandbox, with expected outputs that never enter it.
 
-Scoring: `scoring=fraction` gives the share of tests passed (FAIL below 1), `all` gives 1 only when all pass.
+Scoring: `scoring=fraction` gives the share of tests passed (FAIL below 1), `all` gives 1 only when all pass
+(HumanEval's own metric; a row's `scoring` field overrides the reward's).
 Each test's verdict is in `details.tests`; the first failing one, with the value got and the value expected,
 in `details.first_failure`. Components (logged as `reward/<name>`): `pass_frac`, `valid` (the code loaded and
 the tests ran to the end) and `correct` (every test passed). A timed-out call or case makes the sample TIMEOUT
@@ -119,6 +120,8 @@ class CodeTestsReward:
 
     def row_problem(self, row: dict) -> str | None:
         """What is wrong with a row's tests (None: they parse); rlx.checks.check_task runs it on every row."""
+        if row.get("scoring", self.scoring) not in ("fraction", "all"):
+            return f"scoring must be 'fraction' or 'all' (got {row['scoring']!r})"
         try:
             self.tests(row)
         except RowError as err:
@@ -160,7 +163,7 @@ class CodeTestsReward:
 
     def __call__(self, completions: list[str], rows: list[dict]) -> list[Verdict]:
         verdicts: list[Verdict | None] = [None] * len(completions)
-        jobs, slots, parsed = [], [], []
+        jobs, slots, parsed, scorings = [], [], [], []
         for index, (completion, row) in enumerate(zip(completions, rows, strict=True)):
             tests = self.tests(row)  # rows were checked at start: raises only on a bug
             code = candidate_code(completion, row, self.code_from)
@@ -174,13 +177,14 @@ class CodeTestsReward:
             jobs.append(self.request(code, tests))
             slots.append(index)
             parsed.append(tests)
-        for index, result, tests in zip(slots, self.pool.run(jobs), parsed, strict=True):
-            verdicts[index] = self.decide(result, tests)
+            scorings.append(row.get("scoring", self.scoring))
+        for index, result, tests, scoring in zip(slots, self.pool.run(jobs), parsed, scorings, strict=True):
+            verdicts[index] = self.decide(result, tests, scoring)
         done = [v for v in verdicts if v is not None]
         assert len(done) == len(verdicts), "every completion has a verdict: FORMAT above or the sandbox's"
         return done
 
-    def decide(self, result: RunResult, tests: Tests) -> Verdict:
+    def decide(self, result: RunResult, tests: Tests, scoring: str) -> Verdict:
         """Verdict from a sandbox result (pure given the result: testable without a sandbox)."""
         status, why = run_status(result)
         base = {"wall_s": result.wall_s, "cpu_s": result.cpu_s, "output_tail": result.output_tail}
@@ -194,6 +198,8 @@ class CodeTestsReward:
             reason = f"the row's own test code raised {setup.get('error')}: {setup.get('detail')} (a dataset error)"
             return Verdict(0.0, Status.INFRA, components(0.0, False), {**base, "reason": reason})
         outcomes = self._outcomes(result.records, tests)
+        if not outcomes:  # every assert passed without calling the function under test: it tested nothing
+            outcomes = [{"test": -1, "label": "(the test program)", "ok": False, "error": "NeverCalled"}]
         passed = sum(o["ok"] for o in outcomes)
         fraction = passed / len(outcomes)
         failures = [o for o in outcomes if not o["ok"]]
@@ -210,13 +216,18 @@ class CodeTestsReward:
             return Verdict(0.0, Status.TIMEOUT, components(fraction, False), details)
         if "MemoryError" in errors:
             return Verdict(0.0, Status.OOM, components(fraction, False), details)
-        reward = fraction if self.scoring == "fraction" else 0.0
+        reward = fraction if scoring == "fraction" else 0.0
         return Verdict(reward, Status.FAIL, components(fraction, True), details)
 
     def _outcomes(self, records, tests: Tests) -> list[dict]:
         """One verdict per test, in order; a test without a well-formed record fails."""
         key = "case" if tests.format == "stdio" else "test"
         seen = {r[key]: r for r in records if type(r.get(key)) is int}
+        aborted = next((r for r in records if r.get("event") == "aborted"), None)
+        if aborted is not None:  # the program stopped before its first assert: say why at the first unreached one
+            first = next((i for i, r in sorted(seen.items()) if r.get("error") == "NotReached"), None)
+            if first is not None:
+                seen[first] = {**seen[first], "error": aborted.get("error"), "detail": aborted.get("detail")}
         outcomes = []
         for index, label in enumerate(tests.labels):
             record = seen.get(index)
@@ -225,7 +236,7 @@ class CodeTestsReward:
                 outcomes.append({**outcome, "ok": False, "error": "NoRecord"})
             elif tests.format == "stdio":
                 outcomes.append({**outcome, **self._case(record, tests.outputs[index])})
-            else:
+            elif record.get("counts") is not False or record.get("ok") is not True:  # else: not a test
                 kept = {k: str(record[k])[:300] for k in ("got", "expected", "error", "detail") if k in record}
                 outcomes.append({**outcome, "ok": record.get("ok") is True, **kept})
         return outcomes
