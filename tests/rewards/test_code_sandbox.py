@@ -14,20 +14,11 @@ from rlx.rewards.base import Status
 from rlx.rewards.code.reward import CodeTestsReward
 
 DATA = Path(__file__).resolve().parents[2] / "rlx" / "data" / "code"
-LIMITS = {
-    "wall_s": 20.0,
-    "cpu_s": 10,
-    "memory_mb": 512,
-    "nproc": 32,
-    "fsize_mb": 1,
-    "disk_mb": 32,
-    "record_cap_kb": 256,
-}
-PRELOAD = ["collections", "math", "random", "string", "typing", "copy", "re"]
+LIMITS = {"wall_s": 20.0, "cpu_s": 10, "memory_mb": 512, "disk_mb": 32, "output_kb": 256, "fsize_mb": 1}
 
 
 def make(**options) -> CodeTestsReward:
-    return CodeTestsReward(2, "fraction", LIMITS, [], 62000, PRELOAD, call_timeout_s=2.0, case_timeout_s=2.0, **options)
+    return CodeTestsReward(2, "fraction", LIMITS, 62000, call_timeout_s=2.0, case_timeout_s=2.0, **options)
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +77,7 @@ ALWAYS_EQUAL = (
         (ALWAYS_EQUAL, Status.FAIL, "Unencodable"),  # never crosses: nothing to compare
         ("    return None\n", Status.FAIL, None),
         ("    import sys\n    sys.exit(0)\n", Status.FAIL, "SystemExit"),
-        ("    import os\n    os._exit(0)\n", Status.FAIL, "Exited"),  # the checker sees the pipe close
+        ("    import os\n    os._exit(0)\n", Status.CRASH, "Exited"),  # its process ended mid-test
         ("    while True:\n        pass\n", Status.TIMEOUT, "Timeout"),
         ("    import math\n    math.fabs = lambda v: 0.0\n    return x * 2 if x == 2 else 0\n", Status.FAIL, None),
         ("    pass\nimport sys\nsys.exit(0)\n", Status.CRASH, None),  # exits while loading: loads nothing
@@ -101,11 +92,12 @@ def test_check_programs_compare_outside_the_candidate(reward, body, status, erro
         assert verdict.details["first_failure"]["error"] == error, verdict.details
 
 
-def test_the_candidate_cannot_reach_the_checker_process(reward):
-    # the checker (the candidate's parent) holds the test program: its memory and descriptors are not readable
+def test_the_candidate_cannot_read_the_dataset_or_the_host(reward):
+    # the task file (with canonical solutions) is readable by any user on the host; the sandbox binds none of it
+    assert os.stat(DATA / "check.jsonl").st_mode & 0o004
     body = (
-        "    import os\n    found = []\n    parent = '/proc/%d/' % os.getppid()\n"
-        "    for path in (parent + 'mem', parent + 'fd/0', parent + 'environ'):\n"
+        "    found = []\n"
+        f"    for path in ({str(DATA / 'check.jsonl')!r}, '/proc/1/environ', '/etc/shadow', {str(Path.cwd())!r}):\n"
         "        try:\n            open(path, 'rb').read(1)\n            found.append(path)\n"
         "        except Exception:\n            pass\n"
         "    return found\n"
@@ -145,10 +137,10 @@ STDIO = {"task_id": "s", "tests": [{"stdin": "3\n", "stdout": "9\n"}, {"stdin": 
         ("print(int(input()) ** 2)\n", Status.PASS, None),
         ("import sys\nprint(int(input()) ** 2)\nsys.exit()\n", Status.PASS, None),  # judges accept sys.exit()
         ("import sys\nsys.exit(0)\n", Status.FAIL, None),  # exit 0, no output: earns nothing
-        ("import os\nos._exit(0)\n", Status.FAIL, None),
+        ("import os\nos._exit(0)\n", Status.CRASH, None),
         ("n = int(input())\nprint(n * n)\nraise ValueError('late')\n", Status.FAIL, "ValueError"),
         ("while True:\n    pass\n", Status.TIMEOUT, "Timeout"),
-        ("print('9\\n' * 10**6)\n", Status.FAIL, "OutputTooLong"),
+        ("print('9\\n' * 10**6)\n", Status.VIOLATION, None),  # 2 MB back: over output_kb
     ],
     ids=["right", "sys_exit_after", "exit_first", "os_exit", "raises", "hang", "flood"],
 )
@@ -159,18 +151,13 @@ def test_stdio_outputs_are_compared_outside(reward, code, status, error):
         assert verdict.details["first_failure"]["error"] == error, verdict.details
 
 
-def test_an_import_the_sandbox_cannot_serve_names_the_module_and_why(reward):
-    (missing,) = reward(["import no_such_module_xyz\ndef f(x):\n    return x\n"], [{"tests": ["assert f(1) == 1"]}])
-    assert missing.status == Status.CRASH and "no_such_module_xyz" in missing.details["reason"], missing.details
-    import colorsys  # stdlib, not preloaded: importable in the sandbox only if other users can read the stdlib
-
-    blocked = any(
-        os.path.isdir(d) and not os.stat(d).st_mode & 0o005
-        for d in [os.path.dirname(colorsys.__file__), *map(str, Path(colorsys.__file__).parents)]
-    )
-    (verdict,) = reward(["import colorsys\ndef f(x):\n    return x\n"], [{"tests": ["assert f(1) == 1"]}])
-    if blocked:  # e.g. a pyenv under a 0700 /root: the message says so and how to fix it
-        assert verdict.status == Status.CRASH, verdict.details
-        assert "'colorsys'" in verdict.details["reason"] and "reward.preload" in verdict.details["reason"]
-    else:
-        assert verdict.status == Status.PASS, verdict.details
+def test_imports_the_issue_named_work_and_a_missing_one_is_explained(reward):
+    row = {"tests": ["assert f(1) == 1"]}
+    code = "import cmath, calendar, pprint, zlib\ndef f(x):\n    return x\n"  # failed on a root-only pyenv before
+    missing = "import no_such_module_xyz\ndef f(x):\n    return x\n"
+    outside = "import yaml\ndef f(x):\n    return x\n"  # installed for rlx, not bound into the sandbox
+    stdlib, absent, unbound = reward([code, missing, outside], [row] * 3)
+    assert stdlib.status == Status.PASS, stdlib.details
+    assert absent.status == Status.CRASH and "no_such_module_xyz" in absent.details["reason"], absent.details
+    assert unbound.status == Status.CRASH and "'yaml'" in unbound.details["reason"], unbound.details
+    assert "reward.packages" in unbound.details["reason"], unbound.details

@@ -1,42 +1,37 @@
-"""The harness of reward=unit_tests's code formats (`rlx.rewards.code.checker:run`), inside one sandboxed run.
+"""The checker of reward=unit_tests's code formats: trusted code in the trainer, talking to one sandbox session.
 
-Two processes, neither able to reach the other's memory:
+The candidate's program runs in its own process in the sandbox (rlx.rewards.sandbox.session, with the harness
+rlx.rewards.unit_tests_harness); nothing here ever runs it. What comes back is plain data only.
 
-    H: the checker (trusted code only: the row's test program)  ──fork──▶  the candidate (rlx.rewards.code.candidate)
+`program` tests (assert lines, check(candidate) programs): the row's test program runs here with each function
+under test bound to a `Proxy`. Calling it sends the arguments to the candidate's process, which calls the real
+function and answers with the value as plain data; the test's own `assert`s then compare values rebuilt here,
+under the row's comparison semantics (rlx.rewards.code.compare). An object with an always-true `__eq__` cannot
+cross (refused as unencodable); a candidate that exits early, hangs past the call timeout or garbles the
+channel fails the calls it did not answer. Each `assert` is one test (a `site`); `run_program` returns, per site,
+whether every run of it passed, or its first failure with the value got and the value expected.
 
-`program` payloads (assert lines, check(candidate) programs): the checker runs the test program with each
-function under test bound to a `Proxy`. Calling it sends the arguments as plain data to the candidate's process,
-which calls the real function and sends back the result as plain data; the test's own `assert`s then compare
-values rebuilt here, under the row's comparison semantics (rlx.rewards.code.compare). An object with an
-always-true `__eq__` cannot cross (refused as unencodable); a candidate that exits early, hangs past the call
-timeout or garbles the pipe fails the calls it did not answer. Each `assert` of the program is one test (its
-`site`); the records say, per site, whether every run of it passed, or the first failure with the value got
-and the value expected.
+The test program is the dataset's code, run in the trainer: it gets its own `random` module (seeded 0, so a
+check that draws random inputs gives the same verdict every time and leaves the trainer's random state alone).
 
-`stdio` payloads: each case forks a fresh candidate that runs the program with the case's input on fd 0; its
-output (or, when long, a hash of the normalised output) is recorded. Expected outputs never enter the sandbox:
-the reward compares them outside (rlx.rewards.code.reward).
+`stdio` tests: each case sends its input; the program's output comes back and is compared by the reward
+(rlx.rewards.code.reward) with the expected output, which never leaves this process.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import select
-import signal
-import time
+import builtins
+import random
+import types
 
-from rlx.rewards.code.candidate import run_script, serve_calls
-from rlx.rewards.code.channel import Broken, receive, send
-from rlx.rewards.code.compare import Comparison, normalise_output
-from rlx.rewards.code.plain import Malformed, decode, encode
-from rlx.rewards.sandbox.records import Event
-from rlx.rewards.sandbox.runner import Emit
-from rlx.rewards.sandbox.values import Unencodable
+from rlx.rewards.base import Status
+from rlx.rewards.code.compare import Comparison
+from rlx.rewards.code.formats import Tests
+from rlx.rewards.sandbox.session import Ended, Session
+from rlx.rewards.sandbox.values import Unencodable, decode, encode
 
-REPLY_CAP = 8 << 20
 SHOWN = 200  # characters of a value shown in a failure record
+ENDED = {Status.TIMEOUT: "Timeout", Status.OOM: "MemoryError", Status.CRASH: "Exited", Status.VIOLATION: "Violation"}
 
 
 class CandidateFailure(Exception):
@@ -53,105 +48,76 @@ def _show(value) -> str:
     return text if len(text) <= SHOWN else text[:SHOWN] + "..."
 
 
-def _violation(message: dict, alarm: Emit) -> None:
-    record = message.get("violation")
-    what = record.get("what") if isinstance(record, dict) else None
-    detail = record.get("detail") if isinstance(record, dict) else None
-    alarm(Event("violation", what=str(what)[:100], detail=str(detail)[:200]).to_json())
+def _ended(err: Ended) -> CandidateFailure:
+    return CandidateFailure(ENDED.get(err.status, err.status.value), err.reason[:300])
 
 
 class Candidate:
-    """The checker's end of the candidate's process: one call at a time, each with a deadline."""
+    """The checker's end of the candidate's session: one call at a time, each with a deadline."""
 
-    def __init__(self, payload: dict, timeout_s: float, alarm: Emit) -> None:
-        requests_r, requests_w = os.pipe()
-        replies_r, replies_w = os.pipe()
-        self.pid = os.fork()
-        if self.pid == 0:
-            serve_calls(payload, requests_r, replies_w)  # never returns
-        os.close(requests_r)
-        os.close(replies_w)
-        self.requests, self.replies, self.timeout_s, self.alarm = requests_w, replies_r, timeout_s, alarm
+    def __init__(self, session: Session, timeout_s: float) -> None:
+        self.session, self.timeout_s = session, timeout_s
         self.dead: CandidateFailure | None = None
-        try:
-            self.load = self._reply(time.monotonic() + timeout_s)
-        except Broken as err:  # exited or hung while loading: it loads nothing
-            self.load = {"load_error": err.kind, "detail": err.detail}
-
-    def _reply(self, deadline: float) -> dict:
-        while True:
-            message = receive(self.replies, deadline, REPLY_CAP)
-            if "violation" in message:
-                _violation(message, self.alarm)
-                continue
-            return message
+        self.calls = 0
 
     def call(self, name: str, args: tuple, kwargs: dict):
         if self.dead is not None:
             raise self.dead
+        self.calls += 1
         try:
-            request = {"call": name, "args": encode(list(args)), "kwargs": encode(dict(kwargs))}
+            request = {
+                "op": "call",
+                "name": name,
+                "args": [encode(a) for a in args],
+                "kwargs": [[k, encode(v)] for k, v in kwargs.items()],
+            }
         except Unencodable as err:
             raise CandidateFailure("ArgumentNotPlain", f"the test passes {err}: only plain data crosses") from None
         try:
-            send(self.requests, request)
-            reply = self._reply(time.monotonic() + self.timeout_s)
-        except (Broken, OSError) as err:
-            kind = err.kind if isinstance(err, Broken) else "Exited"
-            self.dead = CandidateFailure(kind, f"call {name}(...) got no answer ({err})")
-            self.kill()
+            reply = self.session.request(request, timeout_s=self.timeout_s)[0]
+        except Ended as err:
+            self.dead = _ended(err)
             raise self.dead from None
-        if reply.get("oom"):
-            raise CandidateFailure("MemoryError")
         if "error" in reply:
             raise CandidateFailure(str(reply["error"])[:80], str(reply.get("detail", ""))[:300])
         try:
             return decode(reply.get("value"))
-        except Malformed as err:
-            raise CandidateFailure("Garbled", str(err)) from None
-
-    def kill(self) -> None:
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
+        except (ValueError, OverflowError) as err:
+            raise CandidateFailure("Garbled", str(err)[:300]) from None
 
 
 class Proxy:
     """Stands for the function under test in the checker's namespace; returns plain data only."""
 
-    def __init__(self, candidate: Candidate, name: str, sites: Sites) -> None:
-        self._candidate, self._name, self._sites = candidate, name, sites
+    def __init__(self, candidate: Candidate, name: str) -> None:
+        self._candidate, self._name = candidate, name
 
     def __call__(self, *args, **kwargs):
-        self._sites.calls += 1
         return self._candidate.call(self._name, args, kwargs)
 
 
 class Sites:
-    """Per-assert bookkeeping the transformed test program calls (rlx.rewards.code.formats.instrument)."""
+    """Per-assert bookkeeping the instrumented test program calls (rlx.rewards.code.formats.instrument)."""
 
-    def __init__(self, count: int, comparison: Comparison) -> None:
-        self.comparison = comparison
+    def __init__(self, count: int, comparison: Comparison, candidate: Candidate) -> None:
+        self.count, self.comparison, self.candidate = count, comparison, candidate
         self.current: int | None = None
         self.reached: set[int] = set()
         self.failures: dict[int, dict] = {}
-        self.count = count
         # Whether an assert tests the candidate at all: a call of the function under test happened since the
         # previous assert ended (HumanEval's `assert True, "..."` lines make none: they are not tests, or an
         # empty body would earn a share of them under scoring=fraction).
-        self.calls, self.mark = 0, 0
+        self.mark = 0
         self.involved: set[int] = set()
-
-    def _done(self, site: int) -> None:
-        if self.calls > self.mark:
-            self.involved.add(site)
-        self.mark, self.current = self.calls, None
 
     def enter(self, site: int) -> None:
         self.current = site
         self.reached.add(site)
+
+    def _done(self, site: int) -> None:
+        if self.candidate.calls > self.mark:
+            self.involved.add(site)
+        self.mark, self.current = self.candidate.calls, None
 
     def check(self, site: int, ok) -> None:
         if not ok and site not in self.failures:
@@ -168,156 +134,100 @@ class Sites:
         kind = error.kind if isinstance(error, CandidateFailure) else type(error).__name__
         detail = error.detail if isinstance(error, CandidateFailure) else str(error)[:300]
         failure = {"ok": False, "error": kind, "detail": detail}
-        if self.current is not None and self.current not in self.failures:
-            self.failures[self.current] = {"test": self.current, **failure}
-        elif self.current is None:
+        if self.current is not None:
+            self.failures.setdefault(self.current, {"test": self.current, **failure})
+        else:
             self.failures.setdefault(-1, {"test": -1, **failure})
         self.current = None
 
+    def records(self, aborted: bool) -> list[dict]:
+        out = []
+        for site in range(self.count):
+            if site in self.failures:
+                out.append(self.failures[site])
+            elif site in self.reached and site not in self.involved:
+                out.append({"test": site, "ok": True, "counts": False})  # passed without calling the candidate
+            elif site in self.reached or not aborted:
+                out.append({"test": site, "ok": True})
+            else:
+                out.append({"test": site, "ok": False, "error": "NotReached", "detail": "the test stopped earlier"})
+        if -1 in self.failures:
+            out.append({"event": "aborted", **{k: v for k, v in self.failures[-1].items() if k != "test"}})
+        return out
 
-def run_program(payload: dict, emit: Emit, alarm: Emit) -> None:
-    candidate = Candidate(payload, payload["call_timeout_s"], alarm)  # forks first: see candidate.isolate
+
+def private_builtins() -> dict:
+    """Builtins whose `import random` gives a module of its own, seeded 0 (the trainer's stays untouched)."""
+    own = types.ModuleType("random")
+    own.__dict__.update(random.__dict__)
+    generator = random.Random(0)
+    for name in random.__all__:
+        if hasattr(generator, name) and callable(getattr(generator, name)):
+            setattr(own, name, getattr(generator, name))
+    real = builtins.__import__
+
+    def import_(name, globals=None, locals=None, fromlist=(), level=0):
+        return own if name == "random" and level == 0 else real(name, globals, locals, fromlist, level)
+
+    return {**builtins.__dict__, "__import__": import_}
+
+
+def load(session: Session) -> dict | None:
+    """Load the program in the candidate's process; the load_error record when that raised."""
+    loaded = session.request({"op": "load"})[0]
+    if loaded.get("ok") is True:
+        return None
+    return {"event": "load_error", "error": str(loaded.get("error"))[:80], "detail": str(loaded.get("detail"))[:300]}
+
+
+def run_program(session: Session, tests: Tests, comparison: Comparison, timeout_s: float) -> list[dict]:
+    """The records of one candidate against an assert-line or check(candidate) test program."""
+    failed = load(session)
+    if failed is not None:
+        return [failed]
+    candidate = Candidate(session, timeout_s)
+    sites = Sites(len(tests.labels), comparison, candidate)
+    namespace: dict = {
+        "__name__": "__checker__",
+        "__builtins__": private_builtins(),
+        "__rlx_enter__": sites.enter,
+        "__rlx_assert__": sites.check,
+        "__rlx_assert_eq__": sites.check_eq,
+        "__rlx_proxy__": lambda name: Proxy(candidate, name),
+    }
     try:
-        if "loaded" not in candidate.load:
-            emit(_load_event(candidate.load))
-            return
-        emit(Event("loaded").to_json())
-        sites = Sites(payload["sites"], Comparison(**payload["compare"]))
-        namespace: dict = {
-            "__name__": "__checker__",
-            "__rlx_enter__": sites.enter,
-            "__rlx_assert__": sites.check,
-            "__rlx_assert_eq__": sites.check_eq,
-        }
+        exec(compile(tests.setup, "<setup>", "exec"), namespace)
+    except Exception as err:  # noqa: BLE001 - the row's own code: a dataset error, not the candidate's
+        return [{"event": "setup_error", "error": type(err).__name__, "detail": str(err)[:300]}]
+    for name in tests.proxies:
+        namespace[name] = Proxy(candidate, name)
+    aborted = False
+    for step in tests.steps:
         try:
-            exec(compile(payload["setup"], "<setup>", "exec"), namespace)
-        except Exception as err:  # noqa: BLE001 - the row's own code: a dataset error, not the candidate's
-            emit({"event": "setup_error", "error": type(err).__name__, "detail": str(err)[:300]})
-            return
-        for name in payload["proxies"]:
-            namespace[name] = Proxy(candidate, name, sites)
-        namespace["__rlx_proxy__"] = lambda name: Proxy(candidate, name, sites)
-        aborted = False
-        for step in payload["steps"]:
-            try:
-                exec(compile(step, "<test>", "exec"), namespace)
-            except Exception as err:  # noqa: BLE001 - the test program stopped: its current assert fails
-                sites.abort(err)
-                aborted = True
-        for site in range(sites.count):
-            if site in sites.failures:
-                emit(sites.failures[site])
-            elif site in sites.reached and site not in sites.involved:
-                emit({"test": site, "ok": True, "counts": False})  # passed without calling the candidate
-            elif site in sites.reached or not aborted:
-                emit({"test": site, "ok": True})
-            else:
-                emit({"test": site, "ok": False, "error": "NotReached", "detail": "the test program stopped earlier"})
-        if -1 in sites.failures:
-            emit({"event": "aborted", **{k: v for k, v in sites.failures[-1].items() if k != "test"}})
-        emit(Event("done").to_json())
-    finally:
-        candidate.kill()
+            exec(compile(step, "<test>", "exec"), namespace)
+        except Exception as err:  # noqa: BLE001 - the test program stopped: its current assert fails
+            sites.abort(err)
+            aborted = True
+    return [*sites.records(aborted), {"event": "done"}]
 
 
-def _load_event(message: dict) -> dict:
-    if message.get("oom"):
-        return Event("oom").to_json()
-    error = str(message.get("load_error", "Garbled"))[:80]
-    return {**Event("load_error", error=error).to_json(), "detail": str(message.get("detail", ""))[:300]}
-
-
-def run_case(payload: dict, stdin_text: str, alarm: Emit) -> dict:
-    """One stdin/stdout case in a fresh candidate process; the record of what it printed."""
-    in_r, in_w = os.pipe()
-    out_r, out_w = os.pipe()
-    marks_r, marks_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(in_w)
-        os.close(out_r)
-        os.close(marks_r)
-        run_script(payload, in_r, out_w, marks_w)  # never returns
-    for fd in (in_r, out_w, marks_w):
-        os.close(fd)
-    deadline = time.monotonic() + payload["case_timeout_s"]
-    data, cap = stdin_text.encode(), payload["output_cap"]
-    output, messages, timed_out, too_long = bytearray(), bytearray(), False, False
-    readers = {out_r: output, marks_r: messages}
-    writing = in_w if data else None
-    if writing is None:
-        os.close(in_w)
-    while readers:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            timed_out = True
-            break
-        readable, writable, _ = select.select(list(readers), [writing] if writing is not None else [], [], remaining)
-        if writing is not None and writable:
-            try:
-                data = data[os.write(writing, data[: 1 << 16]) :]
-            except BrokenPipeError:
-                data = b""
-            if not data:
-                os.close(writing)
-                writing = None
-        for fd in readable:
-            chunk = os.read(fd, 1 << 16)
-            if chunk:
-                readers[fd].extend(chunk)
-            else:
-                del readers[fd]
-        if len(output) > cap:
-            too_long = True
-            break
-    if timed_out or too_long:
-        os.kill(pid, signal.SIGKILL)
-    _, status = os.waitpid(pid, 0)
-    for fd in (out_r, marks_r, *([writing] if writing is not None else [])):
-        os.close(fd)
-    record: dict = {"exit": os.waitstatus_to_exitcode(status)}
-    if timed_out or too_long:
-        record["error"] = "Timeout" if timed_out else "OutputTooLong"
-    for message in _frames(bytes(messages)):
-        if "violation" in message:
-            _violation(message, alarm)
-        elif message.get("oom"):
-            record["error"] = "MemoryError"
-        elif "error" in message:
-            record.setdefault("error", str(message["error"])[:80])
-            record.setdefault("detail", str(message.get("detail", ""))[:300])
-    text = output.decode("utf-8", "replace")
-    normalised = normalise_output(text, payload["normalise"])
-    if len(normalised) <= payload["inline_cap"]:
-        record["stdout"] = text
-    else:
-        record["sha256"] = hashlib.sha256(normalised.encode()).hexdigest()
-        record["head"] = text[:SHOWN]
-    return record
-
-
-def _frames(raw: bytes) -> list[dict]:
-    messages, offset = [], 0
-    while offset + 4 <= len(raw):
-        size = int.from_bytes(raw[offset : offset + 4], "big")
-        body = raw[offset + 4 : offset + 4 + size]
-        offset += 4 + size
+def run_stdio(session: Session, tests: Tests, timeout_s: float) -> list[dict]:
+    """The records of one program over the stdin/stdout cases: what it printed, or why it did not finish."""
+    records: list[dict] = []
+    for index, stdin in enumerate(tests.inputs):
         try:
-            message = json.loads(body)
-        except ValueError:
+            reply = session.request({"op": "stdio", "stdin": stdin}, timeout_s=timeout_s)[0]
+        except Ended as err:
+            failure = _ended(err)
+            records.append({"case": index, "error": failure.kind, "detail": failure.detail})
+            records += [{"case": i, "error": "NotRun"} for i in range(index + 1, len(tests.inputs))]
             break
-        if isinstance(message, dict):
-            messages.append(message)
-    return messages
-
-
-def run_stdio(payload: dict, emit: Emit, alarm: Emit) -> None:
-    emit(Event("loaded").to_json())
-    for index, stdin_text in enumerate(payload["inputs"]):
-        emit({"case": index, **run_case(payload, stdin_text, alarm)})
-    emit(Event("done").to_json())
-
-
-def run(payload: dict, emit: Emit, alarm: Emit) -> None:
-    """The sandbox harness entry (`rlx.rewards.code.checker:run`)."""
-    (run_stdio if payload["kind"] == "stdio" else run_program)(payload, emit, alarm)
+        error = reply.get("error")
+        if index == 0 and error in ("SyntaxError", "IndentationError", "TabError"):
+            return [{"event": "load_error", "error": error, "detail": ""}]
+        code = reply.get("exit_code")
+        record: dict = {"case": index, "stdout": str(reply.get("stdout", "")), "exit": code if type(code) is int else 0}
+        if error is not None:
+            record["error"] = str(error)[:80]
+        records.append(record)
+    return [*records, {"event": "done"}]
