@@ -44,7 +44,8 @@ ATTACKS = {
     ),
     # the input's bytes read and rewritten in Python through its storage: no torch compute, a kernel launched
     "storage_bytes": forward(
-        "        y = torch.empty_like(x)\n        k[(1,)](x, y, 1, B=16)\n        s, d = x.untyped_storage(), y.untyped_storage()\n"
+        "        y = torch.empty_like(x)\n        k[(1,)](x, y, 1, B=16)\n"
+        "        s, d = x.untyped_storage(), y.untyped_storage()\n"
         "        for i in range(0, len(s), 4):\n            negative = s[i + 3] >= 128\n"
         "            for j in range(4):\n                d[i + j] = 0 if negative else s[i + j]\n        return y\n"
     ),
@@ -119,13 +120,14 @@ def kernel_reward(base_uid: int) -> TritonReward:
     )
 
 
-def past_the_vocabulary(reward: TritonReward, texts: list[str]) -> list:
-    """Verdicts of the sandboxed runs alone: every static check taken as passed."""
-    reference = reward._references_for([ROW["source"]]).popitem()[1]
+def past_the_vocabulary(reward: TritonReward, texts: list[str], row: dict = ROW) -> list:
+    """Verdicts of the sandboxed runs alone (the reward's own private steps, in its order): every static
+    check taken as passed."""
+    reference = reward._references_for([row["source"]]).popitem()[1]
     expected = reference_trials(reference)
     assert not isinstance(expected, str), expected
     inputs = [list(expected[t].inputs) for t in sorted(expected)]
-    payloads = [reward._payload(ROW["source"], "candidate", IMPORTS + text, inputs) for text in texts]
+    payloads = [reward._payload(row["source"], "candidate", row["preamble"] + text, inputs) for text in texts]
     results: list[RunResult] = reward.pool.run([(HARNESS, p, reward.limits) for p in payloads])
     checks = dict.fromkeys(
         ("parses", "defines_model_new", "defines_jit_kernel", "loads_and_stores", "vocabulary"), True
@@ -142,7 +144,9 @@ def verdicts():
         alone = past_the_vocabulary(reward, [ATTACKS[n] for n in names] + [PROBLEM.solution])
     finally:
         reward.close()
-    return dict(zip([*names, "clamped", "honest"], whole, strict=True)), dict(zip([*names, "honest"], alone))
+    return dict(zip([*names, "clamped", "honest"], whole, strict=True)), dict(
+        zip([*names, "honest"], alone, strict=True)
+    )
 
 
 @pytest.mark.parametrize("name", list(ATTACKS))
