@@ -25,6 +25,7 @@ from pathlib import Path
 from rlx.report.aggregate import fmt_mean_std, group_by_config, leader, seeds_swept
 from rlx.report.paired import compare_sweep
 from rlx.report.paired import markdown as paired_markdown
+from rlx.report.provenance import markdown as provenance_markdown
 from rlx.report.runs import Run, differing_keys, load_sweep, sweep_name
 
 FOOTNOTE = (
@@ -233,6 +234,7 @@ def markdown(name: str, info: dict, runs: list[Run], keys: list[str], pngs: list
         ]
     if pngs:
         lines += ["", *[f"![{Path(p).stem}]({p})" for p in pngs]]
+    lines += ["", *provenance_markdown(info, [r.wandb_url for r in runs if r.wandb_url])]
     marking = (
         "Bold: the configuration whose mean held-out accuracy after RL leads by more than the seed-to-seed "
         "spread (none when no lead is that large)."

@@ -97,6 +97,7 @@ class Run:
     inert: dict[str, str] = field(default_factory=dict)  # key -> why it could not change anything
     footprint: dict = field(default_factory=dict)
     cpu_s: float | None = None  # the job's CPU seconds (status.json, written by the sweep-report callback)
+    wandb_url: str | None = None  # its W&B run page when it logged online (status.json)
 
     @property
     def override_map(self) -> dict[str, str]:
@@ -172,6 +173,7 @@ def load_run(job_dir: Path) -> Run:
         inert=_read_json(job_dir / INERT_FILE),
         footprint=_read_json(job_dir / FOOTPRINT_FILE),
         cpu_s=status_doc.get("cpu_s"),
+        wandb_url=status_doc.get("wandb_url"),
     )
 
 

@@ -116,3 +116,28 @@ def test_three_seeds_are_underpowered_however_clear(tmp_path):
     root = sweep(tmp_path, "optimizer.lr", ["1e-4", "1e-5"], range(3), lambda v, s: SEED_SKILL[s] - 0.3 * (v == "1e-5"))
     c = outcomes(root)["held-out accuracy after RL"]
     assert c.outcome.word == "underpowered" and c.outcome.detail == "3 paired seeds < 5"
+
+
+def test_every_report_names_its_code_packages_machine_and_command(tmp_path):
+    import json
+    import subprocess
+
+    from rlx.report.provenance import REPO, collect
+    from rlx.report.wandb import report_sections
+
+    root = sweep(tmp_path, "optimizer.lr", ["1e-4", "1e-5"], range(2), lambda v, s: 0.5)
+    info = {"swept": ["optimizer.lr", "seed"], "command": "python -m rlx -m optimizer.lr=1e-4,1e-5 seed=0,1"}
+    info["started"], info["provenance"] = "2026-12-02 11:00:00", collect()
+    (root / "sweep.json").write_text(json.dumps(info))
+    (root / "1" / "status.json").write_text('{"status": "completed", "wandb_url": "https://wandb.ai/me/rlx/runs/x1"}')
+    text = write_report(root).read_text()
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    assert f"- code: `{head.strip()}`" in text and "recorded when the sweep started" in text
+    assert f"- command: `{info['command']}` (started 2026-12-02 11:00:00)" in text
+    assert "torch " in text and "scipy " in text and "cores, Python" in text
+    assert "- W&B runs: [0](https://wandb.ai/me/rlx/runs/x1)" in text
+    shown = report_sections(text)  # what the W&B Report carries: the sections, not the title or the images
+    assert shown.startswith("## Per configuration") and "## Paired comparisons" in shown and "![" not in shown
+    assert "## Provenance" in shown
+    (root / "sweep.json").write_text("{}")  # a sweep that recorded nothing: the rebuild says whose it is
+    assert "collected when this report was rebuilt" in write_report(root).read_text()
