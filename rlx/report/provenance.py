@@ -62,7 +62,7 @@ def markdown(info: dict, wandb_urls: list[str]) -> list[str]:
     if not prov:
         prov, when = collect(), "collected when this report was rebuilt: the sweep did not record its own"
     commit = prov.get("commit") or "not a git checkout"
-    dirty = {True: " (uncommitted changes)", False: " (clean)"}.get(prov.get("dirty"), "")
+    dirty = {True: " (uncommitted changes)", False: " (clean)", None: ""}[prov.get("dirty")]
     m = prov.get("machine", {})
     lines = [
         "## Provenance",
