@@ -22,14 +22,23 @@ from rlx.report.runs import Run
 from rlx.report.stats import Interval, Outcome, outcome, seed_interval, seed_prompt_interval
 
 
-def greedy_correct(run: Run) -> dict[str, float]:
-    """{prompt: 1.0 if its greedy completion passed else 0.0} at the run's last held-out evaluation."""
-    return {r["prompt"]: float(r.get("status") == "PASS") for r in run.held_out_rows()}
+def greedy_correct(run: Run, step: int | None = None) -> dict[str, float]:
+    """{prompt: 1.0 if its greedy completion passed else 0.0} at the evaluation after `step` RL steps (None:
+    the run's last one)."""
+    return {r["prompt"]: float(r.get("status") == "PASS") for r in run.held_out_rows(step)}
 
 
-def sampled_pass(run: Run) -> dict[str, float]:
-    """{prompt: share of its k sampled completions that passed} at the last evaluation (val_samples = k > 0)."""
-    return {r["prompt"]: r["sampled_passed"] / r["sampled"] for r in run.held_out_rows() if r.get("sampled")}
+def sampled_pass(run: Run, step: int | None = None) -> dict[str, float]:
+    """{prompt: share of its k sampled completions that passed} (val_samples = k > 0)."""
+    return {r["prompt"]: r["sampled_passed"] / r["sampled"] for r in run.held_out_rows(step) if r.get("sampled")}
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One arm's number in one seed, and for an accuracy its per-prompt results (None: it has none)."""
+
+    value: float | None
+    prompts: dict[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -78,35 +87,46 @@ def seed_pairs(runs: list[Run], keys: list[str], key: str, reference: str, value
     return dict(sorted(pairs.items(), key=lambda kv: (len(kv[0]), kv[0])))
 
 
-def differences(pairs: dict[str, list[tuple]], metric: Metric) -> tuple[list[str], list[float], np.ndarray | None]:
-    """The seeds with a measurement, each seed's d_s, and the per-prompt differences [S, P] over the prompts
-    every run has (None when the metric has none or some run lacks heldout.jsonl)."""
-    seeds, per_seed = [], []
+def measure(run: Run, metric: Metric) -> Measure:
+    return Measure(metric.value(run), metric.per_prompt(run) if metric.per_prompt is not None else None)
+
+
+def run_measures(pairs: dict[str, list[tuple]], metric: Metric) -> dict[str, list[tuple[Measure, Measure]]]:
+    """{seed: [(reference run, run), ...]} → the same pairs of the metric's measures."""
+    return {seed: [(measure(a, metric), measure(b, metric)) for a, b in ps] for seed, ps in pairs.items()}
+
+
+def differences(pairs: dict[str, list[tuple[Measure, Measure]]]) -> tuple[list[str], list[float], np.ndarray | None]:
+    """The seeds with a measurement, each seed's d_s (the mean over its pairs of b − a), and the per-prompt
+    differences [S, P] over the prompts every measure has (None when some measure has none)."""
+    seeds, per_seed, kept = [], [], []
     for seed, ps in pairs.items():
-        ds = [b - a for ref, run in ps if (a := metric.value(ref)) is not None and (b := metric.value(run)) is not None]
-        if ds:
+        usable = [(a, b) for a, b in ps if a.value is not None and b.value is not None]
+        if usable:
             seeds.append(seed)
-            per_seed.append(float(np.mean(ds)))
-    grid = None
-    if metric.per_prompt is not None and seeds:
-        tables = {s: [(metric.per_prompt(ref), metric.per_prompt(run)) for ref, run in pairs[s]] for s in seeds}
-        common = set.intersection(*(set(a) & set(b) for ts in tables.values() for a, b in ts))
-        if len(common) >= 2:
-            prompts = sorted(common)
-            grid = np.array(
-                [np.mean([[b[p] - a[p] for p in prompts] for a, b in tables[s]], axis=0) for s in seeds]
-            )  # [S, P]
+            per_seed.append(float(np.mean([float(b.value) - float(a.value) for a, b in usable])))  # type: ignore[arg-type]
+            kept.append(usable)
+    tables = [m.prompts for ps in kept for a, b in ps for m in (a, b)]
+    if not tables or any(t is None or not t for t in tables):
+        return seeds, per_seed, None
+    common = sorted(set.intersection(*(set(t) for t in tables if t is not None)))
+    if len(common) < 2:
+        return seeds, per_seed, None
+    grid = np.array(
+        [np.mean([[b.prompts[p] - a.prompts[p] for p in common] for a, b in ps], axis=0) for ps in kept]  # type: ignore[index]
+    )  # [S, P]
     return seeds, per_seed, grid
 
 
 def compare(
-    pairs: dict[str, list[tuple]],
-    metric: Metric,
+    pairs: dict[str, list[tuple[Measure, Measure]]],
     direction: int = 0,
     meaningful: float | None = None,
     by_construction: str | None = None,
 ) -> tuple[list[str], list[float], Interval | None, Outcome]:
-    seeds, per_seed, grid = differences(pairs, metric)
+    """Seeds, per-seed differences, the 95% interval of their mean (seeds × prompts when every measure has
+    per-prompt results) and the outcome."""
+    seeds, per_seed, grid = differences(pairs)
     if not seeds:
         interval = None
     elif grid is not None:
@@ -128,7 +148,7 @@ def compare_sweep(runs: list[Run], keys: list[str], metrics: list[Metric] = METR
         for value in values[1:]:
             pairs = seed_pairs(runs, keys, key, values[0], value)
             for metric in metrics:
-                seeds, per_seed, interval, verdict = compare(pairs, metric)
+                seeds, per_seed, interval, verdict = compare(run_measures(pairs, metric))
                 if seeds:
                     out.append(
                         Comparison(

@@ -127,8 +127,9 @@ class Run:
             return None
         return float(sum(rates.get(step, 0.0) * s for step, s in seconds))
 
-    def held_out_rows(self) -> list[dict]:
-        """heldout.jsonl's records of the run's last held-out evaluation (the "after" one), in file order."""
+    def held_out_rows(self, step: int | None = None) -> list[dict]:
+        """heldout.jsonl's records of the evaluation after `step` RL steps (0: before RL; None: the run's last
+        evaluation, the "after" one), in file order."""
         path = self.job_dir / HELD_OUT_FILE
         if not path.is_file():
             return []
@@ -138,8 +139,8 @@ class Run:
                 rows.append(json.loads(line))
             except ValueError:  # a line cut by a kill: the rows before it stand
                 continue
-        last = max((r.get("step", 0) for r in rows), default=0)
-        return [r for r in rows if r.get("step", 0) == last]
+        when = max((r.get("step", 0) for r in rows), default=0) if step is None else step
+        return [r for r in rows if r.get("step", 0) == when]
 
 
 def _metrics_path(job_dir: Path, summary: dict) -> Path | None:
