@@ -272,10 +272,11 @@ def write_report(path: str | Path) -> Path:
     name = info.get("name") or sweep_name(path)
     pngs: list[str] = []
     if runs:
-        from rlx.report.plots import plot_configs, plot_sweep
+        from rlx.report.plots import plot_configs, plot_held_out, plot_sweep
 
         if seeds_swept(runs, keys):
-            pngs = plot_configs(path, group_by_config(runs, keys))
+            configs = group_by_config(runs, keys)
+            pngs = plot_configs(path, configs) + plot_held_out(path, configs)
         else:
             pngs = plot_sweep(path, runs, [run_label(r, keys) for r in runs])
     write_csv(path / "report.csv", runs, keys)

@@ -141,3 +141,35 @@ def test_every_report_names_its_code_packages_machine_and_command(tmp_path):
     assert "## Provenance" in shown
     (root / "sweep.json").write_text("{}")  # a sweep that recorded nothing: the rebuild says whose it is
     assert "collected when this report was rebuilt" in write_report(root).read_text()
+
+
+def test_held_out_curves_against_steps_and_tokens(tmp_path):
+    import matplotlib.image
+
+    from rlx.report.plots import held_out_curve, tokens_after
+
+    for seed in range(2):
+        rows = [
+            {"step": step, "prompt": p, "status": "PASS" if i < passed else "FAIL", "sampled_passed": 1, "sampled": 4}
+            for step, passed in ((0, 1), (2, 2 + seed), (4, 3))
+            for i, p in enumerate(PROMPTS[:4])
+        ]
+        write_job(
+            tmp_path / str(seed),
+            ["algo.beta=0.04", f"seed={seed}"],
+            {"rollout/tok_per_s": [100.0, 50.0, 100.0, 100.0], "rollout/seconds": [1.0, 2.0, 3.0, 0.5]},
+            {"after": {"val/accuracy": 0.75}},
+            heldout=rows,
+        )
+    (tmp_path / "sweep.json").write_text('{"swept": ["algo.beta", "seed"]}')
+    _, runs = load_sweep(tmp_path)
+    # 1, 2 and 3 of 4 prompts pass before RL, after 2 steps and after 4 (seed 0); pass@1 = 1/4 throughout
+    assert held_out_curve(runs[0]) == {
+        "greedy accuracy": [(0, 0.25), (2, 0.5), (4, 0.75)],
+        "sampled pass@1": [(0, 0.25), (2, 0.25), (4, 0.25)],
+    }
+    # tokens after k steps: 100·1, + 50·2, + 100·3, + 100·0.5
+    assert tokens_after(runs[0]) == {0: 0.0, 1: 100.0, 2: 200.0, 3: 500.0, 4: 550.0}
+    write_report(tmp_path)
+    img = matplotlib.image.imread(tmp_path / "heldout.png")[..., :3]  # [H, W, 3]
+    assert img.shape[1] > 600 and ((img.max(-1) - img.min(-1)) > 0.2).mean() > 0.002  # coloured curves drawn
