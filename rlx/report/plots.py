@@ -148,6 +148,13 @@ def band(runs: list[Run], metric: str) -> tuple[list[int], list[float], list[flo
     return steps, means, stds
 
 
+def mean_band(ax, xs, means, stds, color, label: str, style: str) -> None:
+    """A mean line with a ±1 std band around it."""
+    ax.plot(xs, means, style, color=color, linewidth=1.6, markersize=3, label=label)
+    lows, highs = [m - s for m, s in zip(means, stds, strict=True)], [m + s for m, s in zip(means, stds, strict=True)]
+    ax.fill_between(xs, lows, highs, color=color, alpha=0.2, linewidth=0)
+
+
 def plot_configs(sweep_dir: Path, configs: list[Config]) -> list[str]:
     """One PNG per curve: per configuration, the mean over its seeds with a ±1 std band."""
     plt = _pyplot()
@@ -162,15 +169,7 @@ def plot_configs(sweep_dir: Path, configs: list[Config]) -> list[str]:
                 continue
             color = colors(i % colors.N)
             n = sum(1 for r in config.runs if r.metrics.get(metric))
-            ax.plot(steps, means, "-", color=color, linewidth=1.6, label=f"{config.label()} ({n} seeds)")
-            ax.fill_between(
-                steps,
-                [m - s for m, s in zip(means, stds, strict=True)],
-                [m + s for m, s in zip(means, stds, strict=True)],
-                color=color,
-                alpha=0.2,
-                linewidth=0,
-            )
+            mean_band(ax, steps, means, stds, color, f"{config.label()} ({n} seeds)", "-")
             drawn += 1
         _finish(fig, ax, drawn, metric, sweep_dir / filename)
         plt.close(fig)
@@ -248,15 +247,7 @@ def plot_held_out(sweep_dir: Path, configs: list[Config]) -> list[str]:
                 std = [statistics.stdev(y) if len(y) > 1 else 0.0 for y in ys]
                 xs = steps if col == 0 else [statistics.fmean(t.get(k, float("nan")) for t in tokens) for k in steps]
                 color = colors(i % colors.N)
-                ax.plot(xs, mean, "-o", color=color, markersize=3, label=f"{config.label()} ({len(series)} seeds)")
-                ax.fill_between(
-                    xs,
-                    [m - s for m, s in zip(mean, std, strict=True)],
-                    [m + s for m, s in zip(mean, std, strict=True)],
-                    color=color,
-                    alpha=0.2,
-                    linewidth=0,
-                )
+                mean_band(ax, xs, mean, std, color, f"{config.label()} ({len(series)} seeds)", "-o")
     axes[0][1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     fig.suptitle("held-out evaluation, mean ± std over seeds")
     fig.savefig(sweep_dir / "heldout.png", bbox_inches="tight")
