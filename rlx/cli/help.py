@@ -4,7 +4,7 @@ group's shared base, e.g. conf/algo/_base.yaml) are not options and are left out
 
 conf/hydra/help/rlx.yaml is Hydra's help config for rlx; its template calls the `rlx_help` resolver
 registered here. A group's own description is the comment on its line of conf/config.yaml's defaults list.
-Standard library, OmegaConf and rlx.cli.configs only, so the help answers in about a second.
+Standard library, OmegaConf and rlx.cli.paths only, so the help answers in about a second.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from rlx.cli.configs import config_dirs
+from rlx.cli.paths import config_dirs
 
 # A sentence ends at ". " — except after an ellipsis or the abbreviations these comments use.
 SENTENCE_END = re.compile(r"(?<!\.)(?<!\bal)(?<!e\.g)(?<!i\.e)(?<!\bvs)(?<!\bcf)(?<!\b[Ee]q)(?<!\bDr)(?<!\bMr)\.\s")

@@ -2,7 +2,8 @@
 
 On a terminal one line is redrawn in place every step; off a terminal (nohup, SLURM, `| tee`) a line is
 printed every `every_n_steps` steps, and at the first and last step. Held-out evaluations inside the fit are
-printed as their own line.
+printed as their own line; any evaluation (the ones before and after RL too) shows its rows done as it goes
+(rlx.cli.ticker: every 10 s off a terminal).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import time
 from lightning.pytorch.callbacks import Callback
 
 from rlx.cli.logs import stream_is_tty
+from rlx.cli.ticker import Ticker
 
 SHOWN = (("reward", "reward/mean", "{:.3f}"), ("kl", "loss/kl", "{:.4f}"), ("clipfrac", "loss/clipfrac", "{:.3f}"))
 
@@ -50,6 +52,8 @@ class Progress(Callback):
         self._start: float | None = None
         self._start_step = 0
         self._drawn = False
+        self._evaluation: Ticker | None = None
+        self._rows = 0
 
     @property
     def out(self):
@@ -70,7 +74,22 @@ class Progress(Callback):
             self.out.write(f"{stamp()} {line}\n")
         self.out.flush()
 
+    def on_validation_start(self, trainer, pl_module) -> None:
+        loader = trainer.val_dataloaders
+        sampler = getattr(loader, "sampler", None)
+        total = len(sampler) if sampler is not None and hasattr(sampler, "__len__") else None
+        self._newline()
+        self._evaluation, self._rows = Ticker("held-out evaluation", total, unit="rows", stream=self.stream), 0
+
+    def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
+        self._rows += len(batch) if hasattr(batch, "__len__") else 1
+        if self._evaluation is not None:
+            self._evaluation.update(self._rows)
+
     def on_validation_end(self, trainer, pl_module) -> None:
+        if self._evaluation is not None:
+            self._evaluation.close()
+            self._evaluation = None
         if trainer.state.fn != "fit" or trainer.sanity_checking:
             return  # the evaluations before and after RL are reported by rlx.train
         metrics = trainer.callback_metrics
