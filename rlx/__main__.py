@@ -29,15 +29,20 @@ def run(cfg: DictConfig) -> float | None:
         check_config(cfg)  # unset values, the step budget, a sweep started as one run: before any heavy import
         status.enter("checks")
         inputs = build_inputs(cfg)  # data files, reward/data pairing, group size: before Lightning and transformers
+        log.info("%s: %d RL steps, run directory %s", run_description(), cfg.trainer.max_steps, cfg.run_dir)
         status.enter("imports")
         from rlx.cli.logs import quiet_third_party
-        from rlx.train import train  # heavy imports after Hydra has parsed the command line
+        from rlx.cli.ticker import heartbeat
+
+        with heartbeat("loading torch, Lightning and transformers"):
+            from rlx.train import train  # heavy imports after Hydra has parsed the command line and the checks
 
         quiet_third_party()
-        log.info("%s: %d RL steps, run directory %s", run_description(), cfg.trainer.max_steps, cfg.run_dir)
         summary = train(cfg, inputs)  # an error propagates: Hydra records the job as failed, main() reports it
     except SystemExit as stop:  # a signal (rlx.cli.status.Stopped, or the checkpoint callback's Interrupted)
         status.write_stopped(cfg.run_dir, stop.code)
+        if isinstance(stop, status.Stopped):
+            status.exit_now(stop.code)  # the phase has unwound; skip the interpreter's slow teardown
         raise
     before, after = summary["before"] or {}, summary["after"]
     print(

@@ -97,12 +97,19 @@ def hydra_options(group: str) -> list[str]:
     return list(GlobalHydra.instance().config_loader().get_group_options(group))
 
 
+def algorithms() -> str:
+    """The algo presets, comma-separated (conf/algo/*.yaml, shared bases `_*.yaml` left out)."""
+    conf, _ = config_dirs()
+    return ", ".join(sorted(p.stem for p in (conf / "algo").glob("*.yaml") if not p.stem.startswith("_")))
+
+
 def resolve(part: str = "groups") -> str:
-    """The `rlx_help` resolver: `${rlx_help:groups}`. `$` is doubled because Hydra passes the help through
-    string.Template."""
-    if part != "groups":
-        raise ValueError(f"rlx_help: unknown part {part!r} (known: groups)")
-    return groups_text().replace("$", "$$")
+    """The `rlx_help` resolver: `${rlx_help:groups}`, `${rlx_help:algos}`. `$` is doubled because Hydra passes
+    the help through string.Template."""
+    parts = {"groups": groups_text, "algos": algorithms}
+    if part not in parts:
+        raise ValueError(f"rlx_help: unknown part {part!r} (known: {', '.join(parts)})")
+    return parts[part]().replace("$", "$$")
 
 
 def register() -> None:

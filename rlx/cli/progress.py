@@ -1,9 +1,9 @@
 """The progress line: `step N/M` with reward, KL and clipfrac (Lightning's bar counts epochs: `Epoch 0/-2`).
 
 On a terminal one line is redrawn in place every step; off a terminal (nohup, SLURM, `| tee`) a line is
-printed every `every_n_steps` steps, and at the first and last step. Held-out evaluations inside the fit are
-printed as their own line; any evaluation (the ones before and after RL too) shows its rows done as it goes
-(rlx.cli.ticker: every 10 s off a terminal).
+printed every `every_n_steps` steps (and after 10 s without one), and at the first and last step. Held-out
+evaluations inside the fit are printed as their own line; any evaluation (the ones before and after RL too)
+shows its rows done as it goes (rlx.cli.ticker: every 10 s off a terminal).
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ class Progress(Callback):
         self._start_step = 0
         self._drawn = False
         self._evaluation: Ticker | None = None
+        self._printed = time.monotonic()
         self._rows = 0
 
     @property
@@ -70,8 +71,9 @@ class Progress(Callback):
         if stream_is_tty(self.out):
             self.out.write("\r\x1b[K" + line)
             self._drawn = True
-        elif step % self.every_n_steps == 0 or step == total or done == 1:
-            self.out.write(f"{stamp()} {line}\n")
+        elif step % self.every_n_steps == 0 or step == total or done == 1 or time.monotonic() - self._printed >= 10:
+            self.out.write(f"{stamp()} {line}\n")  # (every 10 s at least: a slow step or a busy machine)
+            self._printed = time.monotonic()
         self.out.flush()
 
     def on_validation_start(self, trainer, pl_module) -> None:
