@@ -20,7 +20,7 @@ def test_five_seeds_of_a_key_that_cannot_change_anything_show_no_detectable_effe
         ["-m", "rlx", "-m", "samples_every=1,2", "seed=0,1,2,3,4", "val_samples=2", *tiny, f"hydra.sweep.dir={sweep}"],
         tmp_path,
         test_cache,
-        900,
+        1800,  # 10 tiny runs and 5 tiny warm starts: minutes on an idle 2-core machine, a cap for a loaded one
     )
     assert out.returncode == 0, out.stderr[-4000:]
     text = (sweep / "report.md").read_text()

@@ -87,7 +87,8 @@ def test_wandb_logger_config_instantiates_offline(tmp_path, monkeypatch):
 
 
 def test_user_config_dir_composes_with_rlx_conf_and_sweeps(tmp_path):
-    """`python -m rlx --config-dir my_conf +experiment=mine +sweeps=mine`: the user's files join rlx's groups."""
+    """`python -m rlx --config-dir my_conf experiment=mine +sweeps=mine`: the user's files join rlx's groups
+    (config.yaml's defaults name the `experiment` group, null by default, so it is chosen without `+`)."""
     (tmp_path / "my_conf" / "experiment").mkdir(parents=True)
     (tmp_path / "my_conf" / "sweeps").mkdir()
     (tmp_path / "my_conf" / "experiment" / "mine.yaml").write_text(
@@ -96,7 +97,7 @@ def test_user_config_dir_composes_with_rlx_conf_and_sweeps(tmp_path):
     (tmp_path / "my_conf" / "sweeps" / "mine.yaml").write_text(
         "# @package _global_\nhydra:\n  mode: MULTIRUN\n  sweeper:\n    params:\n      algo.group_size: 2,3\n"
     )
-    argv = ["-m", "rlx", "--config-dir", str(tmp_path / "my_conf"), "+experiment=mine", "+sweeps=mine", "--cfg", "all"]
+    argv = ["-m", "rlx", "--config-dir", str(tmp_path / "my_conf"), "experiment=mine", "+sweeps=mine", "--cfg", "all"]
     out = run_cli(argv, tmp_path, tmp_path, timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]
     cfg = OmegaConf.create(out.stdout)
