@@ -112,6 +112,12 @@ BAD_BODIES = {
 }
 
 
+SCORE_HUMANEVAL = (  # the command docs/code_datasets.md shows; the test below runs it on its own files
+    "python -m rlx.score reward=unit_tests tasks=HumanEval.jsonl.gz completions=samples.jsonl out=verdicts.jsonl "
+    "reward.code_from=prompt_completion reward.scoring=all"
+)
+
+
 def score(tmp_path: Path, cwd: Path, cache: Path, tasks: Path, completions: list[dict], *extra: str):
     inputs, out = tmp_path / "completions.jsonl", tmp_path / "verdicts.jsonl"
     inputs.write_text("".join(json.dumps(c) + "\n" for c in completions))
@@ -144,15 +150,8 @@ def test_human_eval_as_published_canonical_pass_and_cheats_score_zero(tmp_path, 
     exec(rows[0]["prompt"] + reader(plain, rows[0]["entry_point"]) + rows[0]["test"], namespace)
     namespace["check"](namespace[rows[0]["entry_point"]])
 
-    stdout, verdicts = score(
-        tmp_path,
-        dataset_dir,
-        test_cache,
-        tasks,
-        completions,
-        "reward.code_from=prompt_completion",
-        "reward.scoring=all",
-    )
+    assert SCORE_HUMANEVAL in (REPO / "docs" / "code_datasets.md").read_text()  # the page's command, run here
+    stdout, verdicts = score(tmp_path, dataset_dir, test_cache, tasks, completions, *SCORE_HUMANEVAL.split()[-2:])
     canonical = [v for v in verdicts if v["kind"] == "canonical"]
     assert [v["task_id"] for v in canonical if v["status"] != "PASS"] == [], [
         v for v in canonical if v["status"] != "PASS"
