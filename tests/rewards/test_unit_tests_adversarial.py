@@ -28,12 +28,21 @@ TESTS = ["assert add(1, 2) == 3", "assert add(20, 22) == 42", "assert add(-1, 1)
 ROW = {"tests": TESTS}
 TAG = f"rlx_adv_{os.getpid()}"
 REPO = Path(__file__).resolve().parents[2]
+# the checkout's tests/ as root; CI's unprivileged run (.ci/run) gives that user .ci-scratch/ in the checkout
+CHECKOUT_DIR = REPO / "tests" if os.access(REPO / "tests", os.W_OK) else REPO / ".ci-scratch"
 TRAIN_FILES = {  # a user's data file holding the answers, where users keep them
     "launch_dir": Path.cwd() / f"{TAG}_train.jsonl",
-    "checkout": REPO / "tests" / f"{TAG}_train.jsonl",
+    "checkout": CHECKOUT_DIR / f"{TAG}_train.jsonl",
     "home": Path.home() / f"{TAG}_train.jsonl",
 }
-HOST_PROBES = [f"/tmp/{TAG}", f"/run/lock/{TAG}", f"/dev/shm/{TAG}", str(REPO / TAG), f"/{TAG}"]
+HOST_PROBES = [
+    f"/tmp/{TAG}",
+    f"/run/lock/{TAG}",
+    f"/dev/shm/{TAG}",
+    str(REPO / TAG),
+    str(CHECKOUT_DIR / TAG),
+    f"/{TAG}",
+]
 UNIX_SOCKET = f"/tmp/{TAG}.sock"
 LIMITS = dict(wall_s=3.0, cpu_s=2, memory_mb=256, disk_mb=16, output_kb=256, fsize_mb=1)
 BASE_UID = 61100
@@ -89,7 +98,7 @@ for pid in os.listdir("/proc"):
         Status.FAIL,
         f"""
 import os
-for directory in ("/run/lock", "/tmp", "/dev/shm", "/", {str(REPO)!r}, "/opt/rlx", "/usr"):
+for directory in ("/run/lock", "/tmp", "/dev/shm", "/", {str(REPO)!r}, {str(CHECKOUT_DIR)!r}, "/opt/rlx", "/usr"):
     try:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
         os.close(os.open({TAG!r}, os.O_CREAT | os.O_WRONLY, dir_fd=fd))
