@@ -112,6 +112,12 @@ BAD_BODIES = {
 }
 
 
+SCORE_HUMANEVAL = (  # the command docs/code_datasets.md shows; the test below runs it on its own files
+    "python -m rlx.score reward=unit_tests tasks=HumanEval.jsonl.gz completions=samples.jsonl out=verdicts.jsonl "
+    "reward.code_from=prompt_completion reward.scoring=all"
+)
+
+
 def score(tmp_path: Path, cwd: Path, cache: Path, tasks: Path, completions: list[dict], *extra: str):
     inputs, out = tmp_path / "completions.jsonl", tmp_path / "verdicts.jsonl"
     inputs.write_text("".join(json.dumps(c) + "\n" for c in completions))
@@ -144,15 +150,8 @@ def test_human_eval_as_published_canonical_pass_and_cheats_score_zero(tmp_path, 
     exec(rows[0]["prompt"] + reader(plain, rows[0]["entry_point"]) + rows[0]["test"], namespace)
     namespace["check"](namespace[rows[0]["entry_point"]])
 
-    stdout, verdicts = score(
-        tmp_path,
-        dataset_dir,
-        test_cache,
-        tasks,
-        completions,
-        "reward.code_from=prompt_completion",
-        "reward.scoring=all",
-    )
+    assert SCORE_HUMANEVAL in (REPO / "docs" / "code_datasets.md").read_text()  # the page's command, run here
+    stdout, verdicts = score(tmp_path, dataset_dir, test_cache, tasks, completions, *SCORE_HUMANEVAL.split()[-2:])
     canonical = [v for v in verdicts if v["kind"] == "canonical"]
     assert [v["task_id"] for v in canonical if v["status"] != "PASS"] == [], [
         v for v in canonical if v["status"] != "PASS"
@@ -226,3 +225,24 @@ def test_batch_bad_input_is_one_line_naming_the_row(tmp_path, test_cache, tasks_
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 1 and len(lines) == 1 and "Traceback" not in proc.stderr, output(proc)
     assert lines[0].startswith("rlx.score: error: ") and expected in lines[0], lines[0]
+
+
+# ---- training on HumanEval-format rows through config alone (the command docs/code_datasets.md shows) -----
+
+TRAIN_ON_HUMANEVAL_FORMAT = (
+    "python -m rlx reward=unit_tests data=humaneval data.train_file=rlx/data/code/check.jsonl "
+    "model.warm_start=null trainer.max_steps=2"
+)
+
+
+def test_two_training_steps_on_humaneval_format_rows(tmp_path, test_cache):
+    doc = (REPO / "docs" / "code_datasets.md").read_text()
+    assert TRAIN_ON_HUMANEVAL_FORMAT in doc  # the page shows exactly the command run here
+    argv = TRAIN_ON_HUMANEVAL_FORMAT.split()[1:]
+    small = ["algo.prompts_per_step=2", "algo.group_size=2", "data.max_new_tokens=24", "trainer.val_check_interval=2"]
+    proc = run_cli([*argv, *small, f"hydra.run.dir={tmp_path / 'run'}"], REPO, test_cache)
+    assert proc.returncode == 0, output(proc)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["steps"] == 2 and summary["after"]["val/n"] == 5.0, summary
+    samples = [json.loads(line) for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
+    assert samples and all(s["status"] != "INFRA" for s in samples)  # every sample scored by the sandbox

@@ -192,7 +192,10 @@ def _asserts(row: dict, code_from: str) -> Tests:
         return quick
     setup = _setup(row, code_from)
     defined = _defined(ast.parse(setup)) if setup.strip() else set()
-    steps, labels, called, free = [], [], set(), set()
+    steps: list[str] = []
+    labels: list[str] = []
+    called: set[str] = set()
+    free: set[str] = set()
     for line in _assert_lines(row):
         tree = ast.parse(line)
         for node in ast.walk(tree):
