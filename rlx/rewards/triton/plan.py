@@ -56,7 +56,7 @@ def consistent(plan: Plan, tree: ast.AST, launches: list[Launch]) -> bool:
     memory = [
         node
         for kernel in ast.walk(tree)
-        if is_kernel(kernel) and kernel.name in names
+        if isinstance(kernel, ast.FunctionDef) and is_kernel(kernel) and kernel.name in names
         for node in ast.walk(kernel)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("load", "store")
     ]

@@ -44,7 +44,7 @@ from rlx.rewards.sandbox.pool import SandboxPool
 from rlx.rewards.sandbox.records import RunResult, Timing
 from rlx.rewards.triton.plan import plan_score
 from rlx.rewards.triton.records import CandidateTrial, ReferenceTrial, first_by_trial
-from rlx.rewards.triton.static import is_kernel, memory_calls, static_checks, task_constants
+from rlx.rewards.triton.static import is_kernel, memory_calls, static_checks, task_names
 from rlx.rewards.triton.tensors import compare
 from rlx.rewards.unit_tests import extract_code
 from rlx.rewards.verdicts import run_status
@@ -60,7 +60,12 @@ ZERO = {"valid": 0.0, "compiled": 0.0, "correct": 0.0, "fast_1": 0.0, "plan": 0.
 def storing_kernels(code: str) -> set[str]:
     """Names of the @triton.jit functions that call tl.store (a launch of anything else computes nothing)."""
     try:
-        return {k.name for k in ast.walk(ast.parse(code)) if is_kernel(k) and "store" in memory_calls(k)}
+        tree = ast.parse(code)
+        return {
+            k.name
+            for k in ast.walk(tree)
+            if isinstance(k, ast.FunctionDef) and is_kernel(k) and "store" in memory_calls(k)
+        }
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set()
 
@@ -107,7 +112,7 @@ def decide(
     got = [found.get(t) for t in sorted(expected)]  # None: the trial left no record
     errors = [r.error if r else None for r in got if r is None or r.error]
     comparisons = [
-        compare(r.output, expected[t].output) if r and r.output else (False, "")
+        compare(r.output, expected[t].output or {}) if r and r.output else (False, "")
         for t, r in zip(sorted(expected), got, strict=True)
     ]
 
@@ -246,7 +251,7 @@ class TritonReward:
         references = self._references_for([row["source"] for row in rows])
         keys = [hashlib.sha256(row["source"].encode()).hexdigest() for row in rows]
         codes = [row.get("preamble", "") + extract_code(c) for c, row in zip(completions, rows, strict=True)]
-        statics = [static_checks(code, task_constants(row["source"])) for code, row in zip(codes, rows, strict=True)]
+        statics = [static_checks(code, *task_names(row["source"])) for code, row in zip(codes, rows, strict=True)]
         runnable = []
         for i, (checks, _) in enumerate(statics):
             expected = reference_trials(references[keys[i]])

@@ -16,8 +16,9 @@ cannot touch it. It refuses:
     `a.b.c` chains on modules;
   * attributes of other objects outside the tensor-shape/launch words, except the program's own attributes
     read through `self` or one of its classes;
-  * names the program does not bind, except allowed builtins and the task file's constants (`Model`,
-    `get_inputs`: calling the reference is a fallback);
+  * the task file's names other than its constants (`Model`, `get_inputs`: calling the reference is a
+    fallback) and Python's builtins outside the list (a name that exists nowhere is left to fail at run time,
+    a CRASH, as a garbled name is no attack);
   * classes other than `nn.Module` subclasses (no torch.Tensor subclass computing when it is encoded), and
     inside a kernel, calls of anything but tl.*, other kernels and range (under TRITON_INTERPRET=1 a kernel's
     body is Python: a helper called from it would run unchecked).
@@ -28,8 +29,10 @@ that trips the vocabulary is a VIOLATION with the first offending word in `detai
 from __future__ import annotations
 
 import ast
+import builtins
 import functools
 import types
+from collections.abc import Collection
 
 MODULES = {"torch", "torch.nn", "triton", "triton.language", "math"}
 TORCH = {
@@ -126,6 +129,7 @@ BUILTINS = {
     "AssertionError",
     "NotImplementedError",
 }
+PYTHON_BUILTINS = set(dir(builtins))
 DECORATORS = {"staticmethod", "classmethod", "property"}
 KERNEL_CALLS = {"range", "min", "max", "int", "float", "len"}
 
@@ -151,13 +155,14 @@ class Refused(Exception):
 class _Scan:
     """One pass over the candidate's AST with the names it binds; `check` raises Refused."""
 
-    def __init__(self, tree: ast.Module, task_constants: set[str]) -> None:
+    def __init__(self, nodes: list[ast.AST], constants: Collection[str], reserved: Collection[str]) -> None:
         self.modules: dict[str, str] = {}  # local name -> module it binds
-        self.bound: set[str] = set(task_constants)
+        self.bound: set[str] = set(constants)
+        self.reserved = (set(reserved) | PYTHON_BUILTINS) - BUILTINS - self.bound
         self.own_attributes: set[str] = set()
         self.classes: set[str] = set()
         self.kernels: set[str] = set()
-        for node in ast.walk(tree):
+        for node in nodes:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.bound.add(node.name)
                 if isinstance(node, ast.ClassDef):
@@ -211,8 +216,8 @@ class _Scan:
             for arg in node.args.posonlyargs + node.args.args + node.args.kwonlyargs:
                 if arg.annotation is not None:
                     self.expression(arg.annotation, in_kernel)
-            for child in node.body:
-                self.statement(child, in_kernel or kernel)
+            for line in node.body:
+                self.statement(line, in_kernel or kernel)
             return
         if isinstance(node, (ast.Global, ast.Nonlocal)):
             return
@@ -291,7 +296,7 @@ class _Scan:
             if isinstance(node.ctx, ast.Load):
                 raise Refused(f"module {node.id} used as a value")
             return
-        if node.id not in self.bound and node.id not in BUILTINS:
+        if node.id in self.reserved and node.id not in self.bound:
             raise Refused(f"name {node.id}")
 
     def attribute(self, node: ast.Attribute, in_kernel: bool) -> None:
@@ -327,18 +332,31 @@ def is_kernel(node: ast.AST) -> bool:
     return False
 
 
-def task_constants(source: str) -> set[str]:
-    """Names the task file binds by plain assignment at module level (ROWS, COLS): a program may read them."""
+@functools.lru_cache(maxsize=4096)  # a task file is scored many times per step
+def task_names(source: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(the names the task file binds by plain assignment at module level (ROWS, COLS): a program may read
+    them; every other name it binds at module level (Model, get_inputs): a program may not)."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return set()
-    return {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+        return frozenset(), frozenset()
+    constants = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    others = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    others |= {
+        a.asname or a.name.split(".")[0]
+        for n in tree.body
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+        for a in n.names
+    }
+    return frozenset(constants), frozenset(others - constants)
 
 
-def static_checks(code: str, constants: set[str] = frozenset()) -> tuple[dict[str, bool], str]:
-    """(checks, why the vocabulary refused the code, or ""). Never raises on any text: a parser that gives
-    up (RecursionError, MemoryError on deep nesting) reads as not parsing."""
+def static_checks(
+    code: str, constants: Collection[str] = (), reserved: Collection[str] = ("Model", "get_inputs", "get_init_inputs")
+) -> tuple[dict[str, bool], str]:
+    """(checks, why the vocabulary refused the code, or ""); `constants`, `reserved`: the task file's names a
+    program may and may not use (task_names). Never raises on any text: a parser that gives up
+    (RecursionError, MemoryError on deep nesting) reads as not parsing."""
     checks = {
         "parses": False,
         "defines_model_new": False,
@@ -350,10 +368,11 @@ def static_checks(code: str, constants: set[str] = frozenset()) -> tuple[dict[st
         tree = ast.parse(code)
         checks["parses"] = True
         checks["defines_model_new"] = any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in tree.body)
-        kernels = [n for n in ast.walk(tree) if is_kernel(n)]
+        nodes = list(ast.walk(tree))  # walked once: the scan below reads the same list
+        kernels = [n for n in nodes if is_kernel(n)]
         checks["defines_jit_kernel"] = bool(kernels)
         checks["loads_and_stores"] = any({"load", "store"} <= memory_calls(k) for k in kernels)
-        _Scan(tree, set(constants)).check(tree)
+        _Scan(nodes, constants, reserved).check(tree)
     except Refused as refused:
         return checks, f"outside the kernel vocabulary: {str(refused)[:120]}"
     except (SyntaxError, ValueError, RecursionError, MemoryError):

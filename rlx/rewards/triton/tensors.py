@@ -26,8 +26,10 @@ _BASE, _STORAGE = torch._C.TensorBase, torch._C.StorageBase
 _TENSOR, _STRIDED = torch.Tensor, torch.strided
 _detach, _contiguous, _cpu, _view, _numpy = _BASE.detach, _BASE.contiguous, _BASE.cpu, _BASE.view, _BASE.numpy
 _reshape = _BASE.reshape
-_untyped_storage, _storage_ptr, _storage_bytes = _BASE.untyped_storage, _STORAGE.data_ptr, _STORAGE.nbytes
-_layout, _dtype, _shape = _BASE.layout.__get__, _BASE.dtype.__get__, _BASE.shape.__get__
+_untyped_storage = _BASE.untyped_storage
+_storage_ptr, _storage_bytes = _STORAGE.data_ptr, _STORAGE.nbytes  # type: ignore[attr-defined]  # C methods
+_layout, _dtype = _BASE.layout.__get__, _BASE.dtype.__get__  # type: ignore[attr-defined]  # C getters
+_shape = _BASE.shape.__get__  # type: ignore[attr-defined]
 _frombuffer, _uint8 = torch.frombuffer, torch.uint8
 _b64encode, _str, _list, _int = base64.b64encode, str, list, int
 
