@@ -71,10 +71,10 @@ def components(pass_frac: float, valid: bool) -> dict[str, float]:
 
 def answers(session: Session, calls: list[str]) -> dict:
     """Load the program, then evaluate each call; returns what came back (plain data, untrusted)."""
-    loaded = session.request({"op": "load"})[0]
+    loaded, *replies = session.pipeline([{"op": "load"}, *({"op": "eval", "expr": call} for call in calls)])
     if loaded.get("ok") is not True:
         return {"load_error": str(loaded.get("error"))[:80]}
-    return {"replies": [session.request({"op": "eval", "expr": call})[0] for call in calls]}
+    return {"replies": replies}
 
 
 def decide(outcome: dict | Failure, expected: list, scoring: str) -> Verdict:
