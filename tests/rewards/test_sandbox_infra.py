@@ -13,8 +13,8 @@ import pytest
 from sandbox_helpers import jailed_processes
 
 from rlx.rewards.base import Status
-from rlx.rewards.sandbox.session import Ended, Failure, Limits, RunFacts, Sandbox, ended_status
-from rlx.rewards.unit_tests import decide
+from rlx.rewards.sandbox.session import Ended, Failure, Limits, RunFacts, Sandbox, SandboxUnavailable, ended_status
+from rlx.rewards.unit_tests import UnitTestsReward, decide
 
 LIMITS = Limits(wall_s=3.0, cpu_s=2, memory_mb=256, disk_mb=16, output_kb=256)
 
@@ -81,3 +81,17 @@ def test_a_request_deadline_ends_the_session_as_timeout():
 
         program = "def f(slow):\n    while slow:\n        pass\n    return 7\n"
         assert sandbox.map([program, program], check) == [({"value": ["int", "7"]}, Status.TIMEOUT)] * 2
+
+
+@pytest.mark.slow
+def test_no_jail_means_no_reward(monkeypatch):
+    """Where the jail cannot be built, the reward refuses to start with one line, instead of running unsandboxed."""
+    import rlx.rewards.sandbox.session as session
+
+    real = session.jail_config
+    monkeypatch.setattr(session, "jail_config", lambda *a: {**real(*a), "python": "/nonexistent/python3"})
+    with pytest.raises(SandboxUnavailable) as refused:
+        UnitTestsReward(workers=2, scoring="all", limits=LIMITS.__dict__, base_uid=61800)
+    message = str(refused.value)
+    assert message.startswith("sandbox unavailable: ") and "\n" not in message and "/nonexistent/python3" in message
+    assert jailed_processes() == []
