@@ -31,13 +31,21 @@ def baseline_one(_: int) -> bool:
     return done.returncode == 0 and done.stdout.strip() == b"True"
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process and of its reaped descendants (the jails' are counted once they are closed)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def main(samples: int, workers: int) -> None:
     load_before = os.getloadavg()[0]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), cpu_seconds()
     with futures.ThreadPoolExecutor(workers) as pool:
         baseline_ok = sum(pool.map(baseline_one, range(samples)))
     baseline = samples / (time.perf_counter() - start)
+    baseline_cpu = (cpu_seconds() - cpu) / samples
 
+    cpu = cpu_seconds()
     reward = UnitTestsReward(workers=workers, scoring="fraction", limits=LIMITS, base_uid=63000)
     try:
         reward([PROGRAM] * workers, [ROW] * workers)  # the jails are up before the timing starts
@@ -46,14 +54,21 @@ def main(samples: int, workers: int) -> None:
         sandbox = samples / (time.perf_counter() - start)
     finally:
         reward.close()
+    sandbox_cpu = (cpu_seconds() - cpu) / samples  # includes starting the jails (once per worker)
     sandbox_ok = sum(v.status.value == "PASS" for v in verdicts)
 
     print(f"{samples} trivial programs, {workers} workers, uid {os.getuid()}, {os.cpu_count()} CPUs")
     print(f"load average (1 min): {load_before:.1f} before, {os.getloadavg()[0]:.1f} after")
-    print(f"{'method':<52} {'verdicts/s':>10} {'correct':>8}")
-    print(f"{'subprocess per sample (python -c, no isolation)':<52} {baseline:>10.1f} {baseline_ok:>8}")
-    print(f"{'rlx sandbox (jail per worker, process per sample)':<52} {sandbox:>10.1f} {sandbox_ok:>8}")
-    print(f"ratio rlx / baseline: {sandbox / baseline:.2f}x")
+    print(f"{'method':<52} {'verdicts/s':>10} {'CPU ms/verdict':>14} {'correct':>8}")
+    print(
+        f"{'subprocess per sample (python -c, no isolation)':<52} {baseline:>10.1f} {baseline_cpu * 1e3:>14.2f} {baseline_ok:>8}"
+    )
+    print(
+        f"{'rlx sandbox (jail per worker, process per sample)':<52} {sandbox:>10.1f} {sandbox_cpu * 1e3:>14.2f} {sandbox_ok:>8}"
+    )
+    print(
+        f"ratio rlx / baseline: {sandbox / baseline:.2f}x verdicts/s, {baseline_cpu / sandbox_cpu:.2f}x less CPU per verdict"
+    )
 
 
 if __name__ == "__main__":
