@@ -60,14 +60,14 @@ def main(samples: int, workers: int) -> None:
     print(f"{samples} trivial programs, {workers} workers, uid {os.getuid()}, {os.cpu_count()} CPUs")
     print(f"load average (1 min): {load_before:.1f} before, {os.getloadavg()[0]:.1f} after")
     print(f"{'method':<52} {'verdicts/s':>10} {'CPU ms/verdict':>14} {'correct':>8}")
+    rows = [
+        ("subprocess per sample (python -c, no isolation)", baseline, baseline_cpu, baseline_ok),
+        ("rlx sandbox (jail per worker, process per sample)", sandbox, sandbox_cpu, sandbox_ok),
+    ]
+    for name, rate, cpu_per, ok in rows:
+        print(f"{name:<52} {rate:>10.1f} {cpu_per * 1e3:>14.2f} {ok:>8}")
     print(
-        f"{'subprocess per sample (python -c, no isolation)':<52} {baseline:>10.1f} {baseline_cpu * 1e3:>14.2f} {baseline_ok:>8}"
-    )
-    print(
-        f"{'rlx sandbox (jail per worker, process per sample)':<52} {sandbox:>10.1f} {sandbox_cpu * 1e3:>14.2f} {sandbox_ok:>8}"
-    )
-    print(
-        f"ratio rlx / baseline: {sandbox / baseline:.2f}x verdicts/s, {baseline_cpu / sandbox_cpu:.2f}x less CPU per verdict"
+        f"rlx / baseline: {sandbox / baseline:.2f}x verdicts/s, {baseline_cpu / sandbox_cpu:.2f}x less CPU per verdict"
     )
 
 

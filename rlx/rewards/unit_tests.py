@@ -22,7 +22,7 @@ import logging
 import re
 
 from rlx.rewards.base import Status, Verdict
-from rlx.rewards.sandbox.session import Ended, Failure, Limits, Sandbox, Session
+from rlx.rewards.sandbox.session import Failure, Limits, Sandbox, Session
 from rlx.rewards.sandbox.values import decode, same
 
 HARNESS = "rlx.rewards.unit_tests_harness"
@@ -134,6 +134,3 @@ class UnitTestsReward:
 
     def close(self) -> None:
         self.sandbox.close()
-
-
-__all__ = ["Ended", "UnitTestsReward", "decide", "extract_code", "parse_tests"]
