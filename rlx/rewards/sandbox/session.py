@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from rlx.errors import RlxError
 from rlx.rewards.base import Status
 from rlx.rewards.sandbox import frames
 from rlx.rewards.sandbox.allowlist import jail_config
@@ -31,8 +32,9 @@ BACKSTOP_S = 15.0  # beyond the wall limit, a zygote that has not reported is it
 T = TypeVar("T")
 
 
-class SandboxUnavailable(RuntimeError):
-    """The jail cannot be built here; the message is one line saying what is missing and how to get it."""
+class SandboxUnavailable(RlxError):
+    """The jail cannot be built here; the message is one line saying what is missing and how to get it (an
+    RlxError: `python -m rlx` prints it once and exits, instead of scoring anything unsandboxed)."""
 
 
 @dataclass(frozen=True)
