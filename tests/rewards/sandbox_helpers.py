@@ -69,3 +69,9 @@ def clean_run(records: list[dict], bad_records: int = 0, stray: tuple[dict, ...]
         cpu_limit_s=5,
         output_tail="",
     )
+
+
+def left_behind(uids: list[int]) -> list[int]:
+    """The sandbox's processes still alive: as root, those of the jails' own `uids` (other runs on the machine may
+    have jails of their own); unprivileged, this uid's processes in other user namespaces."""
+    return processes_of(uids) if os.getuid() == 0 else jailed_processes()

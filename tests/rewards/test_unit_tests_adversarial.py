@@ -17,7 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import jailed_processes, processes_of, sysv_ipc
+from sandbox_helpers import left_behind, sysv_ipc
 
 from rlx.rewards.base import Status
 from rlx.rewards.unit_tests import UnitTestsReward
@@ -254,7 +254,7 @@ def outcome():
                 connections += 1
             except BlockingIOError:
                 pass
-        left = processes_of([BASE_UID, BASE_UID + 1]) + jailed_processes()
+        left = left_behind([BASE_UID, BASE_UID + 1])
         yield dict(zip(names, verdicts, strict=True)), left, sysv_ipc() - ipc_before, connections
     finally:
         holder.kill()

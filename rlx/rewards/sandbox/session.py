@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -309,6 +310,11 @@ class _Worker:
         self.owes_end = False
 
 
+def _stop_all(workers: list[_Worker]) -> None:
+    for worker in workers:
+        worker.stop()
+
+
 def _children(pid: int) -> list[int]:
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as handle:
@@ -356,6 +362,8 @@ class Sandbox:
         if errors:
             self.close()
             raise errors[0]
+        # a reward dropped without close() still ends its jails (and reaps them: no zombie left in the trainer)
+        weakref.finalize(self, _stop_all, list(self.workers))
 
     def map(self, programs: Sequence[str], check: Callable[[Session, int], T]) -> list[T | Failure]:
         """check(session, i) for each program i, in parallel over the workers; results in order."""
