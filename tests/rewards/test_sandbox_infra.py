@@ -97,3 +97,19 @@ def test_no_jail_means_no_reward(monkeypatch):
     message = str(refused.value)
     assert message.startswith("sandbox unavailable: ") and "\n" not in message and "/nonexistent/python3" in message
     assert left_behind([61800, 61801]) == []
+
+
+@pytest.mark.slow
+def test_big_requests_and_replies_both_ways_do_not_deadlock():
+    """A 4 MiB request while the candidate floods 200 KiB of unsolicited replies: both pipes are full at once."""
+    limits = Limits(wall_s=10.0, cpu_s=5, memory_mb=256, disk_mb=16, output_kb=1024)
+    flood = "import os, struct, json\nbody = json.dumps({'x': 'y' * 4000}).encode()\n" + (
+        "msg = struct.pack('>Q', len(body)) + body\nfor _ in range(50):\n    os.write(4, struct.pack('>Q', len(msg)) + msg)\n"
+    )
+    with Sandbox("rlx.rewards.unit_tests_harness", 1, limits, modules=("rlx.rewards.sandbox.values",)) as sandbox:
+
+        def check(session, index):
+            big = {"op": "eval", "expr": "1", "pad": "p" * (4 << 20)}
+            return len(session.pipeline([{"op": "load"}, big, big]))  # what comes back: the flood, then the rest
+
+        assert sandbox.map([flood], check) == [3]
