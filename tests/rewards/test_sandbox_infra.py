@@ -103,8 +103,10 @@ def test_no_jail_means_no_reward(monkeypatch):
 def test_big_requests_and_replies_both_ways_do_not_deadlock():
     """A 4 MiB request while the candidate floods 200 KiB of unsolicited replies: both pipes are full at once."""
     limits = Limits(wall_s=10.0, cpu_s=5, memory_mb=256, disk_mb=16, output_kb=1024)
-    flood = "import os, struct, json\nbody = json.dumps({'x': 'y' * 4000}).encode()\n" + (
-        "msg = struct.pack('>Q', len(body)) + body\nfor _ in range(50):\n    os.write(4, struct.pack('>Q', len(msg)) + msg)\n"
+    flood = (
+        "import os, struct, json\nbody = json.dumps({'x': 'y' * 4000}).encode()\n"
+        "msg = struct.pack('>Q', len(body)) + body\n"
+        "for _ in range(50):\n    os.write(4, struct.pack('>Q', len(msg)) + msg)\n"
     )
     with Sandbox("rlx.rewards.unit_tests_harness", 1, limits, modules=("rlx.rewards.sandbox.values",)) as sandbox:
 
