@@ -17,8 +17,10 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
-from rlx.rewards.unit_tests import UnitTestsReward
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
 
 PROGRAM = "def add(a, b):\n    return a + b\n"
 ROW = {"tests": ["assert add(1, 2) == 3", "assert add(2, 2) == 4"]}
@@ -46,7 +48,9 @@ def main(samples: int, workers: int) -> None:
     baseline_cpu = (cpu_seconds() - cpu) / samples
 
     cpu = cpu_seconds()
-    reward = UnitTestsReward(workers=workers, scoring="fraction", limits=LIMITS, base_uid=63000)
+    node = OmegaConf.load(Path(__file__).resolve().parents[1] / "conf" / "reward" / "unit_tests.yaml")
+    node.pop("defaults")  # reward=unit_tests as configured, with this bench's workers, limits and uids
+    reward = instantiate(OmegaConf.merge(node, {"workers": workers, "limits": LIMITS, "base_uid": 63000}))
     try:
         reward([PROGRAM] * workers, [ROW] * workers)  # the jails are up before the timing starts
         start = time.perf_counter()

@@ -14,7 +14,7 @@ from sandbox_helpers import jailed_processes, left_behind
 
 from rlx.rewards.base import Status
 from rlx.rewards.sandbox.session import Ended, Failure, Limits, RunFacts, Sandbox, SandboxUnavailable, ended_status
-from rlx.rewards.unit_tests import UnitTestsReward, decide
+from tests.rewards.sandbox_helpers import configured_unit_tests_reward
 
 LIMITS = Limits(wall_s=3.0, cpu_s=2, memory_mb=256, disk_mb=16, output_kb=256)
 
@@ -26,7 +26,6 @@ def test_ended_labels():
     assert ended_status(RunFacts(overflow=True))[0] == Status.VIOLATION
     assert ended_status(RunFacts(signal=signal.SIGXFSZ))[0] == Status.VIOLATION
     assert ended_status(RunFacts(exit_code=0))[0] == Status.CRASH
-    assert decide(Failure(Status.INFRA, "jail died", RunFacts()), [3], "fraction").status == Status.INFRA
 
 
 @pytest.mark.slow
@@ -93,7 +92,7 @@ def test_no_jail_means_no_reward(monkeypatch):
     real = session.jail_config
     monkeypatch.setattr(session, "jail_config", lambda *a: {**real(*a), "python": "/nonexistent/python3"})
     with pytest.raises(SandboxUnavailable) as refused:
-        UnitTestsReward(workers=2, scoring="all", limits=LIMITS.__dict__, base_uid=61800)
+        configured_unit_tests_reward(limits=LIMITS.__dict__, base_uid=61800)
     message = str(refused.value)
     assert message.startswith("sandbox unavailable: ") and "\n" not in message and "/nonexistent/python3" in message
     assert left_behind([61800, 61801]) == []
