@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import os
 
+from omegaconf import OmegaConf
+
+from rlx.checks import build_node
 from rlx.rewards.sandbox.records import RunResult
+from tests.conftest import CONF
 
 
 def processes_of(uids: list[int]) -> list[int]:
@@ -69,3 +73,17 @@ def clean_run(records: list[dict], bad_records: int = 0, stray: tuple[dict, ...]
         cpu_limit_s=5,
         output_tail="",
     )
+
+
+def left_behind(uids: list[int]) -> list[int]:
+    """The sandbox's processes still alive: as root, those of the jails' own `uids` (other runs on the machine may
+    have jails of their own); unprivileged, this uid's processes in other user namespaces."""
+    return processes_of(uids) if os.getuid() == 0 else jailed_processes()
+
+
+def configured_unit_tests_reward(**overrides):
+    """reward=unit_tests as conf/reward/unit_tests.yaml and the CLI build it (rlx.checks.build_node: a refusal
+    surfaces as the reward's own error), with `overrides` (limits, base_uid)."""
+    node = OmegaConf.load(CONF / "reward" / "unit_tests.yaml")
+    node.pop("defaults")
+    return build_node(OmegaConf.create({"reward": OmegaConf.merge(node, overrides)}), "reward")

@@ -10,11 +10,11 @@ import threading
 import time
 
 import pytest
-from sandbox_helpers import jailed_processes
+from sandbox_helpers import jailed_processes, left_behind
 
 from rlx.rewards.base import Status
-from rlx.rewards.sandbox.session import Ended, Failure, Limits, RunFacts, Sandbox, ended_status
-from rlx.rewards.unit_tests import decide
+from rlx.rewards.sandbox.session import Ended, Failure, Limits, RunFacts, Sandbox, SandboxUnavailable, ended_status
+from tests.rewards.sandbox_helpers import configured_unit_tests_reward
 
 LIMITS = Limits(wall_s=3.0, cpu_s=2, memory_mb=256, disk_mb=16, output_kb=256)
 
@@ -26,12 +26,12 @@ def test_ended_labels():
     assert ended_status(RunFacts(overflow=True))[0] == Status.VIOLATION
     assert ended_status(RunFacts(signal=signal.SIGXFSZ))[0] == Status.VIOLATION
     assert ended_status(RunFacts(exit_code=0))[0] == Status.CRASH
-    assert decide(Failure(Status.INFRA, "jail died", RunFacts()), [3], "fraction").status == Status.INFRA
 
 
 @pytest.mark.slow
 def test_ended_session_then_killed_jail_then_recovery():
-    with Sandbox("rlx.rewards.unit_tests_harness", 1, LIMITS, modules=("rlx.rewards.sandbox.values",)) as sandbox:
+    values = ("rlx.rewards.sandbox.values",)
+    with Sandbox("rlx.rewards.unit_tests_harness", 1, LIMITS, modules=values, base_uid=61550) as sandbox:
 
         def check(session, index):
             session.request({"op": "load"})
@@ -44,7 +44,8 @@ def test_ended_session_then_killed_jail_then_recovery():
             return None
 
         assert sandbox.map(["import os\ndef f():\n    os._exit(0)\n"], check) == [Status.CRASH]
-        zygote = [p for p in jailed_processes() if b"zygote" in open(f"/proc/{p}/cmdline", "rb").read()]
+        jail = jailed_processes() if os.getuid() else [p for p in jailed_processes() if p in left_behind([61550])]
+        zygote = [p for p in jail if b"zygote" in open(f"/proc/{p}/cmdline", "rb").read()]
         threading.Timer(0.5, lambda: [os.kill(p, signal.SIGKILL) for p in zygote]).start()
         started = time.monotonic()
         broken = sandbox.map(["def f():\n    while True:\n        pass\n"], check)[0]
@@ -52,7 +53,7 @@ def test_ended_session_then_killed_jail_then_recovery():
         assert time.monotonic() - started < 10
         assert sandbox.map(["def f():\n    return 1\n"], check) == [None]  # restarted
         assert sandbox.restarts == 1
-    assert jailed_processes() == []
+    assert left_behind([61550]) == []
 
 
 @pytest.mark.slow
@@ -81,3 +82,35 @@ def test_a_request_deadline_ends_the_session_as_timeout():
 
         program = "def f(slow):\n    while slow:\n        pass\n    return 7\n"
         assert sandbox.map([program, program], check) == [({"value": ["int", "7"]}, Status.TIMEOUT)] * 2
+
+
+@pytest.mark.slow
+def test_no_jail_means_no_reward(monkeypatch):
+    """Where the jail cannot be built, the reward refuses to start with one line, instead of running unsandboxed."""
+    import rlx.rewards.sandbox.session as session
+
+    real = session.jail_config
+    monkeypatch.setattr(session, "jail_config", lambda *a: {**real(*a), "python": "/nonexistent/python3"})
+    with pytest.raises(SandboxUnavailable) as refused:
+        configured_unit_tests_reward(limits=LIMITS.__dict__, base_uid=61800)
+    message = str(refused.value)
+    assert message.startswith("sandbox unavailable: ") and "\n" not in message and "/nonexistent/python3" in message
+    assert left_behind([61800, 61801]) == []
+
+
+@pytest.mark.slow
+def test_big_requests_and_replies_both_ways_do_not_deadlock():
+    """A 4 MiB request while the candidate floods 200 KiB of unsolicited replies: both pipes are full at once."""
+    limits = Limits(wall_s=10.0, cpu_s=5, memory_mb=256, disk_mb=16, output_kb=1024)
+    flood = (
+        "import os, struct, json\nbody = json.dumps({'x': 'y' * 4000}).encode()\n"
+        "msg = struct.pack('>Q', len(body)) + body\n"
+        "for _ in range(50):\n    os.write(4, struct.pack('>Q', len(msg)) + msg)\n"
+    )
+    with Sandbox("rlx.rewards.unit_tests_harness", 1, limits, modules=("rlx.rewards.sandbox.values",)) as sandbox:
+
+        def check(session, index):
+            big = {"op": "eval", "expr": "1", "pad": "p" * (4 << 20)}
+            return len(session.pipeline([{"op": "load"}, big, big]))  # what comes back: the flood, then the rest
+
+        assert sandbox.map([flood], check) == [3]

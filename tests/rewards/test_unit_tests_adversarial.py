@@ -1,7 +1,8 @@
-"""Adversarial completions against reward=unit_tests, one per class of issue 26 (written for this suite): each
-scores 0 with its label, leaves no process, no file and no SysV IPC object on the host, cannot read a data file
-in the launch directory, the checkout or the home directory, and the trainer (this process) never sees an
-exception; the correct solution still scores 1. The same suite runs as root and as an unprivileged user (CI).
+"""Adversarial completions against reward=unit_tests (built as conf/reward/unit_tests.yaml builds it), one per
+class of issue 26 (written for this suite): each scores 0 with its label, leaves no process, no file and no SysV
+IPC object on the host, cannot read a data file in the launch directory, the checkout or the home directory, and
+the trainer (this process) never sees an exception; the correct solution still scores 1. The same suite runs as
+root and as an unprivileged user (CI).
 
 All cases run as one batch (two workers, in parallel), then one test per case checks its verdict.
 """
@@ -17,10 +18,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import jailed_processes, processes_of, sysv_ipc
+from sandbox_helpers import left_behind, sysv_ipc
 
 from rlx.rewards.base import Status
-from rlx.rewards.unit_tests import UnitTestsReward
+from tests.rewards.sandbox_helpers import configured_unit_tests_reward
 
 pytestmark = pytest.mark.slow
 
@@ -241,7 +242,7 @@ def outcome():
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", *answers])
     ipc_before = sysv_ipc()
     try:
-        reward = UnitTestsReward(workers=2, scoring="fraction", limits=LIMITS, base_uid=BASE_UID)
+        reward = configured_unit_tests_reward(limits=LIMITS, base_uid=BASE_UID)
         try:
             names = list(CASES)
             verdicts = reward([textwrap.dedent(CASES[n][1]) for n in names], [ROW] * len(names))
@@ -254,7 +255,7 @@ def outcome():
                 connections += 1
             except BlockingIOError:
                 pass
-        left = processes_of([BASE_UID, BASE_UID + 1]) + jailed_processes()
+        left = left_behind([BASE_UID, BASE_UID + 1])
         yield dict(zip(names, verdicts, strict=True)), left, sysv_ipc() - ipc_before, connections
     finally:
         holder.kill()
@@ -277,4 +278,15 @@ def test_case(outcome, case):
     assert new_ipc == set(), f"SysV IPC objects left on the host: {new_ipc}"
     assert connections == 0, "a candidate reached a host unix socket"
     assert [p for p in HOST_PROBES if os.path.exists(p)] == []
-    assert "add(" not in json.dumps(verdict.details), "a verdict carries the tests"
+    assert str(REPO) not in json.dumps(verdict.details), "a verdict carries host information"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 26: verdicts carry no expected values; rlx/rewards/code/reward.py (codedata's) still writes "
+    "details.first_failure.expected (asked of codedata in SANDBOX_API.md; remove this mark once it is gone)",
+)
+def test_verdicts_carry_no_expected_values(outcome):
+    verdicts = outcome[0]
+    leaked = [name for name, v in verdicts.items() if '"expected"' in json.dumps(v.details)]
+    assert leaked == []

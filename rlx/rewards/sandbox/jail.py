@@ -103,9 +103,12 @@ def main() -> None:
             syscalls.unshare(syscalls.CLONE_NEWNS, "unshare(NEWNS)")
             _stage_root(config)
             uid = config["uid"]
-            os.setgroups([])
-            os.setresgid(uid, uid, uid)
-            os.setresuid(uid, uid, uid)
+            try:
+                os.setgroups([])
+                os.setresgid(uid, uid, uid)
+                os.setresuid(uid, uid, uid)
+            except OSError as err:
+                raise OSError(f"root could not become uid {uid} (reward.base_uid): {err}") from None
             syscalls._libc.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE: the uid change cleared it; /proc/self/*_map need it
         uid, gid = os.geteuid(), os.getegid()
         try:

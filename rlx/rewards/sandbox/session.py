@@ -9,6 +9,7 @@ too deep: RecursionError, too large: MemoryError) end the session as a labelled 
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import queue
@@ -18,10 +19,12 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from rlx.errors import RlxError
 from rlx.rewards.base import Status
 from rlx.rewards.sandbox import frames
 from rlx.rewards.sandbox.allowlist import jail_config
@@ -31,8 +34,9 @@ BACKSTOP_S = 15.0  # beyond the wall limit, a zygote that has not reported is it
 T = TypeVar("T")
 
 
-class SandboxUnavailable(RuntimeError):
-    """The jail cannot be built here; the message is one line saying what is missing and how to get it."""
+class SandboxUnavailable(RlxError):
+    """The jail cannot be built here; the message is one line saying what is missing and how to get it (an
+    RlxError: `python -m rlx` prints it once and exits, instead of scoring anything unsandboxed)."""
 
 
 @dataclass(frozen=True)
@@ -150,6 +154,25 @@ class Session:
         self._ended = Ended(status, reason, self.facts)
         raise self._ended
 
+    def pipeline(self, messages: Sequence[dict]) -> list[dict]:
+        """Send all `messages` at once, then read one reply each, in order (one round trip instead of many);
+        raises Ended only, like `request`."""
+        if self._ended is not None:
+            raise self._ended
+        for message in messages:
+            self._worker.send(b"M", frames.pack_message(message))
+        replies: list[dict] = []
+        while len(replies) < len(messages):
+            kind, body = self._receive()
+            if kind == b"M":
+                try:
+                    replies.append(frames.unpack_message(body)[0])
+                except frames.Malformed as err:
+                    self._end(Ended(Status.CRASH, f"malformed reply: {err}"))
+            elif kind == b"E":
+                self._finish(body)
+        return replies
+
     def _receive(self) -> tuple[bytes, bytes]:
         """The next frame that is not R (the candidate's setup is done: noted; a request sent before it waits
         in the zygote, so the first request costs no extra round trip)."""
@@ -189,6 +212,7 @@ class _Worker:
         self.started = False
         self.cap = limits.output_kb * 1024 + 65536
         self.owes_end = False  # a closed session's E frame is still to be read
+        self.backlog: collections.deque[tuple[bytes, bytes]] = collections.deque()  # frames read while sending
 
     def settle(self) -> None:
         """Read up to the E frame of the session closed last (what its candidate sent after the close is dropped)."""
@@ -214,6 +238,8 @@ class _Worker:
             env=env,
             start_new_session=True,
         )
+        assert self.process.stdin is not None
+        os.set_blocking(self.process.stdin.fileno(), False)  # send() writes what fits and reads meanwhile
         self.send(b"S", json.dumps(self.config).encode())
         try:
             kind, body = self.receive(time.monotonic() + START_TIMEOUT_S)
@@ -226,28 +252,48 @@ class _Worker:
             raise SandboxUnavailable(hello.get("error", f"unexpected {kind!r} frame"))
 
     def send(self, kind: bytes, body: bytes) -> None:
-        assert self.process is not None and self.process.stdin is not None
-        try:
-            frames.write_frame(self.process.stdin.fileno(), kind, body)
-        except OSError as err:
-            raise _Broken(f"the jail's pipe broke ({err})") from None
+        """Write one frame; while the pipe is full, keep reading what the jail sends (into `backlog`), so that a
+        jail blocked on writing to us can never deadlock with us writing to it."""
+        assert self.process is not None and self.process.stdin is not None and self.process.stdout is not None
+        data = memoryview(frames.HEADER.pack(kind, len(body)) + body)
+        out, inp = self.process.stdin.fileno(), self.process.stdout.fileno()
+        deadline = time.monotonic() + self.limits.wall_s + BACKSTOP_S
+        while data:
+            readable, writable, _ = select.select([inp], [out], [], max(0.0, deadline - time.monotonic()))
+            if not (readable or writable):
+                raise _Broken("the jail stopped reading")
+            if readable:
+                self.backlog.append(self._read(inp))
+            if writable:
+                try:
+                    data = data[os.write(out, data[: 1 << 20]) :]
+                except BlockingIOError:
+                    continue
+                except OSError as err:
+                    raise _Broken(f"the jail's pipe broke ({err})") from None
 
     def ready(self, deadline: float) -> bool:
         """Whether a frame arrives before `deadline`."""
         assert self.process is not None and self.process.stdout is not None
         fd = self.process.stdout.fileno()
-        return bool(select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0])
+        return bool(self.backlog) or bool(select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0])
 
     def receive(self, deadline: float) -> tuple[bytes, bytes]:
+        if self.backlog:
+            return self.backlog.popleft()
         assert self.process is not None and self.process.stdout is not None
         fd = self.process.stdout.fileno()
         if not select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
             raise _Broken("the jail stopped answering")
+        return self._read(fd)
+
+    def _read(self, fd: int) -> tuple[bytes, bytes]:
         try:
             frame = frames.read_frame(fd, self.cap)
         except (OSError, frames.Malformed) as err:
             raise _Broken(f"the jail sent a malformed frame ({err})") from None
         if frame is None:
+            assert self.process is not None
             raise _Broken(f"the jail exited (status {self.process.poll()})")
         return frame
 
@@ -286,6 +332,12 @@ class _Worker:
                     pipe.close()
         self.process = None
         self.owes_end = False
+        self.backlog.clear()
+
+
+def _stop_all(workers: list[_Worker]) -> None:
+    for worker in workers:
+        worker.stop()
 
 
 def _children(pid: int) -> list[int]:
@@ -335,6 +387,8 @@ class Sandbox:
         if errors:
             self.close()
             raise errors[0]
+        # a reward dropped without close() still ends its jails (and reaps them: no zombie left in the trainer)
+        weakref.finalize(self, _stop_all, list(self.workers))
 
     def map(self, programs: Sequence[str], check: Callable[[Session, int], T]) -> list[T | Failure]:
         """check(session, i) for each program i, in parallel over the workers; results in order."""
