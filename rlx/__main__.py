@@ -10,7 +10,7 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from rlx.cli import configs
+from rlx.cli import configs, implied
 from rlx.cli.hydra_callbacks import FailedJob, RunDirBusy
 from rlx.errors import explain
 
@@ -27,6 +27,7 @@ def run(cfg: DictConfig) -> float | None:
     status.stop_on_signals()  # SIGTERM/SIGINT: status.json says stopped, whatever the phase
     try:
         check_config(cfg)  # unset values, the step budget, a sweep started as one run: before any heavy import
+        implied.announce(cfg)  # what a choice brought or set for another group (reward=triton: data=kernels, ...)
         status.enter("checks")
         inputs = build_inputs(cfg)  # data files, reward/data pairing, group size: before Lightning and transformers
         log.info("%s: %d RL steps, run directory %s", run_description(), cfg.trainer.max_steps, cfg.run_dir)

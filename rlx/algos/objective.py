@@ -11,6 +11,7 @@ import torch
 from torch import Tensor
 
 from rlx.algos.losses import PolicyLoss
+from rlx.algos.token_select import TokenSelection
 
 
 def per_token_rewards(scores: Tensor, response_mask: Tensor, kl: Tensor | None, beta: float) -> Tensor:
@@ -42,8 +43,9 @@ def objective(
     weights: Tensor,
     token_weights: Tensor,
     policy_loss: Callable[..., PolicyLoss],
-    kl: Callable[[Tensor, Tensor], Tensor] | None,
+    kl: Callable[[Tensor, Tensor, Tensor], Tensor] | None,
     kl_coef: float,
+    selection: TokenSelection | None = None,
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """The loss minimised by every preset, and its metrics:
 
@@ -62,18 +64,25 @@ def objective(
         logp: [N, T] log π_θ (with gradient); old_logp: [N, T] the sampling policy's; ref_logp: [N, T] or None.
         advantages, mask: [N, T] (mask: 1 on trained completion tokens).
         weights: [N, T] aggregation weights; token_weights: [N, T] mask / (the minibatch's token count).
+        selection: this slice's rows of the minibatch's token selection (token_select): ℓ_t ← keep_t·ℓ_t +
+            penalty_t·|log ρ_t|; None: every token as it is. Adds loss/kept_frac (the share of tokens kept).
     Returns: loss (a scalar contribution), metrics (scalar contributions, detached):
         loss/policy, loss/kl (when ref_logp is given), loss/clipfrac (= low + high), loss/clipfrac_low,
         loss/clipfrac_high, loss/approx_kl_k1 = mean(log π_old − log π_θ), loss/approx_kl_k3 =
         mean(ρ − 1 − log ρ) (both estimate KL(π_old ‖ π_θ), token means; loss/approx_kl is k3, as in cleanrl).
     """
     out = policy_loss(logp, old_logp, advantages, mask)  # [N, T] each
-    policy = (out.loss * weights).sum()  # []
+    token_loss = out.loss  # [N, T]
+    if selection is not None:  # token_select: drop some tokens' gradient, or pull some back to π_old
+        token_loss = selection.keep * token_loss + selection.penalty * (logp - old_logp).abs()  # [N, T]
+    policy = (token_loss * weights).sum()  # []
     loss = policy
     metrics = {"loss/policy": policy.detach()}
+    if selection is not None:
+        metrics["loss/kept_frac"] = (selection.keep * token_weights).sum().detach()
     if ref_logp is not None:
         assert kl is not None, "a reference's log-probs come with its KL estimator"
-        kl_mat = kl(logp, ref_logp)  # [N, T]
+        kl_mat = kl(logp, ref_logp, old_logp)  # [N, T]
         kl_term = (kl_mat * weights).sum()  # []
         if kl_coef:
             loss = loss + kl_coef * kl_term

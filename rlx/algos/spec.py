@@ -2,8 +2,9 @@
 reward shaping, critic, update schedule).
 
 Every field is a key of `conf/algo/<preset>.yaml` (`conf/algo/_base.yaml` holds the shared ones); the
-advantage estimator, policy loss, aggregation and KL are the top-level groups `advantage`, `policy_loss`,
-`aggregate` and `kl`, which each preset picks in its defaults list and the command line can swap.
+advantage estimator, policy loss, aggregation, KL and token selection are the top-level groups `advantage`,
+`policy_loss`, `aggregate`, `kl` and `token_select`, which each preset picks in its defaults list and the command
+line can swap.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ class Algorithm:
     kl: Any  # rlx.algos.kl.KL (estimator + placement) or NoKL (the `kl` group)
     policy_loss: Callable  # (logp, old_logp, advantages, mask) -> PolicyLoss (the `policy_loss` group)
     aggregate: Callable  # mask [N, T] -> aggregation weights [N, T] (the `aggregate` group)
+    token_select: Any  # (entropy, old_logp, advantages, mask) -> TokenSelection | None (the `token_select` group)
     update_epochs: int  # μ: passes over each batch
     minibatches: int  # optimiser steps per pass
     micro_batch_size: int | None  # sequences per forward/backward (null: the whole minibatch)

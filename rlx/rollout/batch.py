@@ -31,6 +31,7 @@ class RolloutBatch:
     scores: Tensor | None = None  # [N] shaped rewards (clipped, length-penalised) of the trained samples, else 0
     old_logp: Tensor | None = None  # [N, T] under the sampling policy (None when it equals the first update's)
     ref_logp: Tensor | None = None  # [N, T] under the frozen reference (None when no reference is used)
+    entropy: Tensor | None = None  # [N, T] the sampling policy's per-token entropy (only when token_select reads it)
     values: Tensor | None = None  # [N, T] critic estimates (None without a critic)
     token_rewards: Tensor | None = None  # [N, T] score at the last token, minus a per-token KL penalty if any
     advantages: Tensor | None = None  # [N, T]
