@@ -30,6 +30,9 @@ class RunDirBusy(SystemExit):
         super().__init__(1)
         self.message = message
 
+    def __str__(self) -> str:
+        return self.message
+
 
 class RunDirLock(Callback):
     """A run holds `<run_dir>/.rlx.lock` while its process lives; a second process started into the same

@@ -15,6 +15,7 @@ import os
 import socket
 import time
 from pathlib import Path
+from typing import IO
 
 
 class HeldLock:
@@ -22,7 +23,8 @@ class HeldLock:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self.handle = None
+        self.handle: IO[str] | None = None
+        self.since: str | None = None
 
     def acquire(self, blocking: bool = False) -> bool:
         if self.handle is not None:
@@ -42,9 +44,8 @@ class HeldLock:
         """Rewrite the holder's record: PID, host, since, and any progress (step, total, loss...)."""
         if self.handle is None:
             return
-        since = getattr(self, "_since", None) or time.strftime("%Y-%m-%d %H:%M:%S")
-        self._since = since
-        record = {"pid": os.getpid(), "host": socket.gethostname(), "since": since, **progress}
+        self.since = self.since or time.strftime("%Y-%m-%d %H:%M:%S")
+        record = {"pid": os.getpid(), "host": socket.gethostname(), "since": self.since, **progress}
         self.handle.seek(0)
         self.handle.truncate()
         self.handle.write(json.dumps(record))

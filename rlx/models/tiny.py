@@ -250,12 +250,13 @@ class TinyModel:
             model.save_pretrained(tmp)
             tokenizer.save_pretrained(tmp)
             (tmp / "warm_start.json").write_text(json.dumps(report, indent=1))
-            os.rename(tmp, target)
-        except OSError:  # another job finished the same build first; its copy is identical in recipe
-            shutil.rmtree(tmp, ignore_errors=True)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+        try:
+            os.rename(tmp, target)
+        except OSError:  # another job finished the same build first; its copy is identical in recipe
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def wait_for(lock: HeldLock, target: Path, every_s: float = 10.0) -> None:

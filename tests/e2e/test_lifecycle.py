@@ -63,11 +63,12 @@ def test_warm_start_progress_a_second_writer_refused_and_sigterm_stops_it(tmp_pa
     out, seen = lines_of(proc), []
     try:
         # the warm start says how far it is (step, loss, ETA) every 10 s
-        first = wait_for_line(out, "warm start attempt 1: step ", seen, timeout=240)
+        first = wait_for_line(out, "warm start attempt 1: step ", seen, timeout=600)  # imports: 150 s at load 18
         second = wait_for_line(out, "warm start attempt 1: step ", seen, timeout=30)
         assert "loss " in second and "eta " in second, second
         stamps = [time.strptime(line.split()[0], "%H:%M:%S") for line in (first, second)]
-        assert 0 < time.mktime(stamps[1]) - time.mktime(stamps[0]) <= 15, (first, second)  # 10 s + scheduling on a loaded machine
+        gap = time.mktime(stamps[1]) - time.mktime(stamps[0])
+        assert 0 < gap <= 15, (first, second)  # 10 s, plus a step's jitter on a loaded machine
 
         # a resume started into the live run's directory refuses at once, naming the holder, changing nothing
         before = snapshot(run_dir)
