@@ -133,6 +133,20 @@ def _fraction_below_one_token(p: Parts) -> str | None:
     return None
 
 
+@rule("algo.ref_sync_steps", "algo.ref_sync_alpha")
+def _no_reference_to_refresh(p: Parts) -> str | None:
+    if not p.algo.uses_reference:
+        return "no reference model is loaded (kl=none or algo.beta=0), so there is nothing to refresh"
+    return None
+
+
+@rule("algo.ref_sync_alpha")
+def _never_refreshed(p: Parts) -> str | None:
+    if p.algo.ref_sync_steps is None:
+        return "algo.ref_sync_steps=null: the reference is never refreshed, so the mixing weight is unread"
+    return None
+
+
 @rule("advantage.eps", "advantage.std")
 def _no_std_division(p: Parts) -> str | None:
     if isinstance(p.advantage, GroupNorm) and p.advantage.scale == "none":
