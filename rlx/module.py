@@ -308,7 +308,8 @@ class RLModule(LightningModule):
         if self.samples_path is None or step % self.samples_every or not World.current().is_zero:
             return
         rows = self.task.train
-        fields = tuple(getattr(self.reward, "required_fields", ()))
+        # a reward whose row fields hold expected values the policy must never see (unit tests) lists the safe ones
+        fields = tuple(getattr(self.reward, "sample_fields", getattr(self.reward, "required_fields", ())))
         prompts = [int(p) for p in batch.prompt_index]
         rank: list[int] = []  # rank[i]: how many earlier completions share completion i's prompt
         seen: dict[int, int] = {}
