@@ -114,6 +114,11 @@ class RLModule(LightningModule):
         self.policy = policy
         self.critic = critic
         self.reference = reference  # a plain holder, not a submodule: in no state dict, moved in on_fit_start
+        if algo.ref_sync_steps is not None and reference is not None and not reference.refreshable:
+            raise ConfigError(
+                f"algo.ref_sync_steps={algo.ref_sync_steps}: this reference (peft=lora: the base model with its "
+                "adapters off) has no copy of its own to refresh. Set algo.ref_sync_steps=null, or peft=none"
+            )
         self.tokenizer, self.task, self.reward = tokenizer, task, reward
         self.advantage, self.algo, self.sampler = advantage, algo, sampler
         self.advantage.bind(tokenizer)
@@ -199,6 +204,9 @@ class RLModule(LightningModule):
         start = time.perf_counter()
         losses = self.update(batch)
         losses["time/update"] = time.perf_counter() - start  # every optimiser step of the RL step
+        sync = self.algo.ref_sync_steps
+        if sync is not None and self.reference is not None and (step + 1) % sync == 0:
+            self.reference.refresh(self.policy, self.algo.ref_sync_alpha)  # TR-DPO / TRL sync_ref_model
         losses = mean_over_ranks(world, {**prepared, **losses})  # sums of global-weighted parts
         whole = shard.whole(batch)  # every rank's rows: the step's metrics as one process computes them
         self.log_step(whole, stats, losses, step)
@@ -377,6 +385,8 @@ class RLModule(LightningModule):
             "before": self.before_metrics,
             "guard": {"skipped": self.guard.skipped, "in_row": dict(self.guard.in_row)},  # non-finite updates
         }
+        if self.algo.ref_sync_steps is not None and self.reference is not None:  # no longer the starting policy
+            checkpoint["rlx"]["reference"] = self.reference.model.state_dict()
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         state = checkpoint["rlx"]
@@ -385,3 +395,5 @@ class RLModule(LightningModule):
         self.before_metrics = state["before"]
         self.guard.skipped = state["guard"]["skipped"]
         self.guard.in_row.update(state["guard"]["in_row"])
+        if "reference" in state and self.reference is not None:
+            self.reference.model.load_state_dict(state["reference"])

@@ -38,6 +38,15 @@ class Algorithm:
     lr_schedule: Callable  # partial: (optimizer, total_steps) -> LR scheduler
     shaping: Callable  # rlx.algos.shaping.RewardShaping: batch -> (shaped rewards [N], sample mask [N])
     critic: Any  # rlx.models.critic.Critic (PPO's value network) or None
+    ref_sync_steps: int | None = None  # refresh the reference toward the policy every N RL steps (null: frozen)
+    ref_sync_alpha: float = 1.0  # θ_ref ← α·θ + (1 − α)·θ_ref at each refresh (1: TR-DPO's hard sync)
+
+    def __post_init__(self) -> None:
+        if self.ref_sync_steps is not None and self.ref_sync_steps < 1 or not 0 < self.ref_sync_alpha <= 1:
+            raise ValueError(
+                f"algo.ref_sync_steps must be null or >= 1 and algo.ref_sync_alpha in (0, 1] (got "
+                f"{self.ref_sync_steps}, {self.ref_sync_alpha}); TRL syncs every 512 steps with alpha 0.6"
+            )
 
     @property
     def uses_reference(self) -> bool:
