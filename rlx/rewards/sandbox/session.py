@@ -395,7 +395,8 @@ class Sandbox:
         todo: queue.Queue[int] = queue.Queue()
         for index in range(len(programs)):
             todo.put(index)
-        results: list[T | Failure | None] = [None] * len(programs)
+        missing = object()  # check may return None: "no result yet" is this sentinel instead
+        results: list = [missing] * len(programs)
         errors: list[BaseException] = []
 
         def drain(worker: _Worker) -> None:
@@ -417,7 +418,8 @@ class Sandbox:
             thread.join()
         if errors:
             raise errors[0]
-        return [r for r in results if r is not None] if all(r is not None for r in results) else results  # type: ignore[return-value]
+        assert missing not in results, "every program has a result: check's, a Failure, or an error raised above"
+        return results
 
     @property
     def restarts(self) -> int:
