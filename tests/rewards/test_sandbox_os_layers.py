@@ -93,3 +93,29 @@ def test_sessions_of_one_jail_are_independent():
             return session.request({"op": "eval", "expr": "look()"})[0] if index else None
 
         assert sandbox.map([first, second], check)[1] == {"value": ["list", [["list", []], ["str", "1"], ["list", []]]]}
+
+
+def test_allowed_files_under_tmp_stay_importable_and_read_only(monkeypatch, tmp_path):
+    """A virtualenv under /tmp (a CI checkout there, say) is bound back over each session's private /tmp."""
+    import rlx.rewards.sandbox.session as session
+
+    package = tmp_path / "site" / "tmp_pkg_probe"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("X = 41\n")
+    real = session.jail_config
+
+    def with_package(*args):
+        config = real(*args)
+        config["binds"].append([str(package), str(package)])
+        config["sys_path"].append(str(package.parent))
+        return config
+
+    monkeypatch.setattr(session, "jail_config", with_package)
+    program = (
+        "import tmp_pkg_probe\ndef f():\n    try:\n        open(tmp_pkg_probe.__file__, 'a')\n"
+        "        return 'written'\n    except OSError:\n        return tmp_pkg_probe.X + 1\n"
+    )
+    with Sandbox("rlx.rewards.unit_tests_harness", 1, LIMITS, modules=("rlx.rewards.sandbox.values",)) as sandbox:
+        replies = sandbox.map([program], lambda s, i: s.pipeline([{"op": "load"}, {"op": "eval", "expr": "f()"}]))
+    assert replies == [[{"ok": True}, {"value": ["int", "42"]}]]
+    assert (package / "__init__.py").read_text() == "X = 41\n"

@@ -55,15 +55,18 @@ def _stage_root(config: dict) -> None:
     """The jail's filesystem, built at /tmp (a tmpfs mounted in this mount namespace only): each allowed source
     bound at its own path, the rlx files, empty mount points; then all of it made read-only."""
     syscalls.mount(None, "/", None, syscalls.MS_REC | syscalls.MS_PRIVATE)
+    # opened before the tmpfs covers STAGE: a source under /tmp (a virtualenv there, say) stays reachable
+    sources = [(os.open(src, os.O_PATH | os.O_CLOEXEC), dest, os.path.isdir(src)) for src, dest in config["binds"]]
     syscalls.mount("tmpfs", STAGE, "tmpfs", syscalls.MS_NOSUID | syscalls.MS_NODEV, "size=64m,mode=0755")
-    for source, dest in config["binds"]:
+    for fd, dest, is_dir in sources:
         target = STAGE + dest
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        if os.path.isdir(source):
+        if is_dir:
             os.makedirs(target, exist_ok=True)
         elif not os.path.exists(target):
             os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o644))
-        syscalls.mount(source, target, None, syscalls.MS_BIND | syscalls.MS_REC)
+        syscalls.mount(f"/proc/self/fd/{fd}", target, None, syscalls.MS_BIND | syscalls.MS_REC)
+        os.close(fd)
     for dest, link_target in config["links"]:
         if not os.path.lexists(STAGE + dest):
             os.symlink(link_target, STAGE + dest)

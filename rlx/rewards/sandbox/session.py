@@ -304,7 +304,13 @@ class _Worker:
             elif self.owes_end:
                 self.settle()
             session = Session(self, self.limits)
-            start = {"program": program, "harness": self.config["harness"], "env": self.config["candidate_env"]}
+            keep = [dest for _, dest in self.config["binds"] if dest.startswith(("/tmp/", "/dev/shm/"))]
+            start = {
+                "program": program,
+                "harness": self.config["harness"],
+                "env": self.config["candidate_env"],
+                "keep": keep,
+            }
             self.send(b"S", json.dumps({**start, "limits": self.limits.__dict__}).encode())
             try:
                 result: T | Failure = check(session, index)
@@ -395,7 +401,8 @@ class Sandbox:
         todo: queue.Queue[int] = queue.Queue()
         for index in range(len(programs)):
             todo.put(index)
-        results: list[T | Failure | None] = [None] * len(programs)
+        missing = object()  # check may return None: "no result yet" is this sentinel instead
+        results: list = [missing] * len(programs)
         errors: list[BaseException] = []
 
         def drain(worker: _Worker) -> None:
@@ -417,7 +424,8 @@ class Sandbox:
             thread.join()
         if errors:
             raise errors[0]
-        return [r for r in results if r is not None] if all(r is not None for r in results) else results  # type: ignore[return-value]
+        assert missing not in results, "every program has a result: check's, a Failure, or an error raised above"
+        return results
 
     @property
     def restarts(self) -> int:

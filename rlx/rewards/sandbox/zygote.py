@@ -50,8 +50,18 @@ def _candidate(start: dict, channel_in: int, channel_out: int, stdio: int, ready
     syscalls.unshare(syscalls.CLONE_NEWNS | syscalls.CLONE_NEWIPC, "unshare(NEWNS|NEWIPC) for the session")
     syscalls.mount(None, "/", None, syscalls.MS_REC | syscalls.MS_PRIVATE)
     for target in ("/tmp", "/dev/shm"):
+        # allowed files that live there on the host (a virtualenv under /tmp): bound back, read-only as before
+        kept = [(path, os.open(path, os.O_PATH)) for path in start["keep"] if path.startswith(target + "/")]
         options = f"size={limits['disk_mb']}m,mode=1777"
         syscalls.mount("tmpfs", target, "tmpfs", syscalls.MS_NOSUID | syscalls.MS_NODEV, options)
+        for path, fd in kept:
+            if os.path.isdir(f"/proc/self/fd/{fd}"):
+                os.makedirs(path, exist_ok=True)
+            else:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o644))
+            syscalls.mount(f"/proc/self/fd/{fd}", path, None, syscalls.MS_BIND | syscalls.MS_REC)
+            os.close(fd)
     os.chdir("/tmp")
     resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_s"], limits["cpu_s"] + 1))
     for name, value in (
