@@ -78,6 +78,8 @@ def build_reward(name: str, overrides: list[str]) -> Reward:
 
     cfg = compose_config([f"reward={name}", *overrides])
     reward = build_node(cfg, "reward")
+    if hasattr(reward, "show_expected"):  # the user's own evaluation: a failure names the value expected
+        reward.show_expected = True
     if hasattr(reward, "bind"):  # reward=math's strict=null: the composed task decides, as in training
         reward.bind(get_class(cfg.data._target_))
     return reward

@@ -24,6 +24,7 @@ def make(**options) -> CodeTestsReward:
 @pytest.fixture(scope="module")
 def reward():
     scorer = make()
+    scorer.show_expected = True  # as rlx.score sets it: failures name the value expected (training's verdicts don't)
     yield scorer
     scorer.close()
 
@@ -54,6 +55,17 @@ def test_bundled_sets_pass_their_solutions_and_fail_the_wrong_ones(reward):
     assert [t["ok"] for t in add.details["tests"]] == [False, False, False]
     fizz = next(v for t, v in zip(tasks, wrong, strict=True) if t["task_id"] == "stdio/fizzbuzz")
     assert fizz.details["first_failure"]["got"].startswith("1\n2\nFizz")  # the program's output, shown
+
+
+def test_training_verdicts_name_no_expected_value():
+    scorer = make()  # as training builds it: show_expected stays off
+    try:
+        row = next(r for r in rows("check") if r["task_id"] == "check/add")
+        (verdict,) = scorer([row["wrong_solution"]], [{**row, "code_from": "prompt_completion"}])
+    finally:
+        scorer.close()
+    assert verdict.status == Status.FAIL and verdict.details["first_failure"]["got"] == "-1", verdict.details
+    assert "expected" not in json.dumps(verdict.details) and "label" not in json.dumps(verdict.details)
 
 
 CHECK = {

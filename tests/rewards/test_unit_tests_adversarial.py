@@ -281,11 +281,6 @@ def test_case(outcome, case):
     assert str(REPO) not in json.dumps(verdict.details), "a verdict carries host information"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 26: verdicts carry no expected values; rlx/rewards/code/reward.py (codedata's) still writes "
-    "details.first_failure.expected (asked of codedata in SANDBOX_API.md; remove this mark once it is gone)",
-)
 def test_verdicts_carry_no_expected_values(outcome):
     verdicts = outcome[0]
     leaked = [name for name, v in verdicts.items() if '"expected"' in json.dumps(v.details)]

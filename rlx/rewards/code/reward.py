@@ -6,8 +6,9 @@ outputs are compared here too: expected values never enter the sandbox.
 
 Scoring: `scoring=fraction` gives the share of tests passed (FAIL below 1), `all` gives 1 only when all pass
 (HumanEval's own metric; a row's `scoring` field overrides the reward's).
-Each test's verdict is in `details.tests`; the first failing one, with the value got and the value expected,
-in `details.first_failure`. Components (logged as `reward/<name>`): `pass_frac`, `valid` (the code loaded and
+Each test's verdict is in `details.tests`; the first failing one, with the value got, in `details.first_failure`.
+The value expected (and the test's text, which quotes it) stays out of a training run's verdicts (issue 26:
+nothing secret in run outputs); `rlx.score`, the user's own evaluator, sets `show_expected` to report it. Components (logged as `reward/<name>`): `pass_frac`, `valid` (the code loaded and
 the tests ran to the end) and `correct` (every test passed). A timed-out call or case makes the sample TIMEOUT
 (0), a MemoryError OOM (0); loading errors are CRASH (FORMAT for a SyntaxError) with the module and cause named
 for an import that only fails in the sandbox (`import_problem`). This process never parses the completion.
@@ -48,6 +49,7 @@ def import_problem(detail: str) -> str:
 
 class CodeTestsReward:
     required_fields: tuple[str, ...] = ()  # formats differ per row: `row_problem` checks each row at start
+    show_expected: bool = False  # verdicts carry the expected value and the test's text (set by rlx.score only)
 
     def __init__(
         self,
@@ -147,6 +149,8 @@ class CodeTestsReward:
             outcomes = [{"test": -1, "label": "(the test program)", "ok": False, "error": "NeverCalled"}]
         passed = sum(o["ok"] for o in outcomes)
         fraction = passed / len(outcomes)
+        if not self.show_expected:
+            outcomes = [{k: v for k, v in o.items() if k not in ("expected", "label")} for o in outcomes]
         failures = [o for o in outcomes if not o["ok"]]
         details: dict = {"n_tests": len(outcomes), "passed": passed, "tests": outcomes}
         if failures:
