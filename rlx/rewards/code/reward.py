@@ -8,7 +8,8 @@ Scoring: `scoring=fraction` gives the share of tests passed (FAIL below 1), `all
 (HumanEval's own metric; a row's `scoring` field overrides the reward's).
 Each test's verdict is in `details.tests`; the first failing one, with the value got, in `details.first_failure`.
 The value expected (and the test's text, which quotes it) stays out of a training run's verdicts (issue 26:
-nothing secret in run outputs); `rlx.score`, the user's own evaluator, sets `show_expected` to report it. Components (logged as `reward/<name>`): `pass_frac`, `valid` (the code loaded and
+nothing secret in run outputs); `rlx.score`, the user's own evaluator, sets `show_expected` to report it.
+Components (logged as `reward/<name>`): `pass_frac`, `valid` (the code loaded and
 the tests ran to the end) and `correct` (every test passed). A timed-out call or case makes the sample TIMEOUT
 (0), a MemoryError OOM (0); loading errors are CRASH (FORMAT for a SyntaxError) with the module and cause named
 for an import that only fails in the sandbox (`import_problem`). This process never parses the completion.
