@@ -29,7 +29,8 @@ class ModelNew(nn.Module):
 """
 
 
-UNLAUNCHED_MASK = "@triton.jit\ndef never(xp,o,n,B:tl.constexpr):\n c=tl.arange(0,B)\n tl.store(o+c,tl.load(xp+c,mask=c<n),mask=c<n)\n"
+UNLAUNCHED_MASK = "@triton.jit\ndef never(xp,o,n,B:tl.constexpr):\n c=tl.arange(0,B)\n"
+UNLAUNCHED_MASK += " tl.store(o+c,tl.load(xp+c,mask=c<n),mask=c<n)\n"
 
 
 def answer(plan: str, masked: bool = True) -> str:

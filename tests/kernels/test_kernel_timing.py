@@ -14,19 +14,17 @@ import torch
 
 from rlx.data.kernels.generator import IMPORTS, generate
 from rlx.rewards.base import Status
-from rlx.rewards.sandbox.records import RunResult
 from rlx.rewards.triton.reward import decide
 from rlx.rewards.triton.tensors import encode_tensor
-from tests.rewards.sandbox_helpers import clean_run
 
 REPO = Path(__file__).resolve().parents[2]
 CHECKS = {"parses": True, "defines_model_new": True, "defines_jit_kernel": True}
 OUTPUT = encode_tensor(torch.arange(6, dtype=torch.float32).view(2, 3))
 
 
-def result(*timing: dict, trial: dict | None = None) -> RunResult:
-    """A clean sandbox run: three trials (read as the candidate's and as the reference's: the fields of both
-    records), then the given timing records."""
+def result(timing: dict | None, trial: dict | None = None) -> dict:
+    """A session's replies: three trials (read as the candidate's and as the reference's: the fields of both
+    records), and the given timing."""
     record = {
         "output": OUTPUT,
         "inputs": [{"tensor": OUTPUT}],
@@ -37,7 +35,7 @@ def result(*timing: dict, trial: dict | None = None) -> RunResult:
         "inputs_unchanged": True,
         **(trial or {}),
     }
-    return clean_run([{"trial": t, **record} for t in range(3)] + list(timing))
+    return {"trials": [{"trial": t, **record} for t in range(3)], "timing": timing}
 
 
 @pytest.mark.parametrize(
@@ -96,31 +94,27 @@ def fake_clock(call, repeats):  # stands in for CUDA events: runs the forward li
         calls.append(call())
     return 0.25
 harness._time_cuda = fake_clock
-payload = json.loads(sys.stdin.read())
-records = []
-harness.run(payload, records.append, records.append)  # kept in a list, not sealed on a pipe
-print(json.dumps({"records": records, "calls": len(calls)}))
+program, requests = json.loads(sys.stdin.read())
+replies = []
+harness.serve(program, lambda: (requests.pop(0), []) if requests else None, lambda m, blobs=(): replies.append(m))
+print(json.dumps({"replies": replies, "calls": len(calls)}))
 """
 
 
 def run_harness(tmp_path, candidate: str) -> dict:
+    """The harness's serve loop fed a load, two forwards and a timing request (a list, not a sandbox)."""
     problem = generate([(4, 128)], ["float32"], ["relu"], [], [], fused=False)[0]  # relu, one program per row
     inputs = [
         [{"tensor": encode_tensor(torch.randn(4, 128, generator=torch.Generator().manual_seed(t)))}] for t in (0, 1)
     ]
-    payload = {
-        "source": problem.source,
-        "mode": "candidate",
-        "candidate": IMPORTS + candidate,
-        "device": "cpu",
-        "inputs": inputs,
-        "init_seed": 0,
-        "time": True,
-        "time_repeats": 4,
-    }
+    requests = [
+        {"op": "load", "mode": "candidate", "task": problem.source, "init_seed": 0, "device": "cpu"},
+        *({"op": "forward", "trial": t, "inputs": inputs[t]} for t in (0, 1)),
+        {"op": "time", "inputs": inputs[0], "repeats": 4},
+    ]
     out = subprocess.run(
         [sys.executable, "-c", FAKE_CLOCK],
-        input=json.dumps(payload),
+        input=json.dumps([IMPORTS + candidate, requests]),
         capture_output=True,
         text=True,
         cwd=tmp_path,
@@ -134,13 +128,13 @@ def run_harness(tmp_path, candidate: str) -> dict:
 def test_harness_times_the_candidate_under_its_allow_list(tmp_path):
     solution = generate([(4, 128)], ["float32"], ["relu"], [], [], fused=False)[0].solution
     clean = run_harness(tmp_path, solution)
-    timing = [r for r in clean["records"] if r.get("event") == "timing"]
-    assert timing == [{"event": "timing", "ms": 0.25, "refused": []}] and clean["calls"] == 4
-    assert clean["records"][-1] == {"event": "done"}
+    assert clean["replies"][0] == {"ok": True}
+    assert [r["trial"] for r in clean["replies"][1:3]] == [0, 1] and clean["replies"][1]["launch_count"] == 1
+    assert clean["replies"][3] == {"event": "timing", "ms": 0.25, "refused": []} and clean["calls"] == 4
     # a forward that launches its kernel while checked (2 trials) and falls back to torch once timed
     sneaky = solution.replace(
         " def forward(self,x):\n",
         " calls=0\n def forward(self,x):\n  ModelNew.calls+=1\n  if ModelNew.calls>2: return torch.relu(x)\n",
     )
-    timed = [r for r in run_harness(tmp_path, sneaky)["records"] if r.get("event") == "timing"]
-    assert timed[0]["refused"] == ["relu"] and "error" in timed[0]  # refused, recorded, reported as no timing
+    timed = run_harness(tmp_path, sneaky)["replies"][3]
+    assert timed["refused"] == ["relu"] and "error" in timed  # refused, recorded, reported as no timing

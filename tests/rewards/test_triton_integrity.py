@@ -15,9 +15,7 @@ import pytest
 
 from rlx.data.kernels.generator import IMPORTS, generate
 from rlx.rewards.base import Status
-from rlx.rewards.sandbox.records import RunResult
-from rlx.rewards.triton.reward import HARNESS, TritonReward, decide, reference_trials
-from tests.rewards.sandbox_helpers import clean_run
+from rlx.rewards.triton.reward import TritonReward, decide, reference_trials
 
 pytestmark = pytest.mark.slow
 
@@ -25,6 +23,23 @@ PROBLEM = next(iter(generate([(16, 100)], ["float32"], ["relu"], [], [], fused=F
 ROW = {"source": PROBLEM.source, "preamble": IMPORTS, "plan": PROBLEM.plan}
 # launches a kernel that loads and stores (o[0] = x[0]): passes the static checks, computes nothing of the task
 NOOP = "# plan: B=128, mask c<n\n@triton.jit\ndef k(xp,o,n,B:tl.constexpr):\n tl.store(o,tl.load(xp))\n"
+CHANNEL_FORGERY = """import sys
+from rlx.rewards.triton.tensors import encode_tensor, to_torch
+frame = sys._getframe(0)
+while frame is not None and "send" not in frame.f_locals:
+    frame = frame.f_back
+send, receive = frame.f_locals["send"], frame.f_locals["receive"]
+send({"ok": True})
+while (request := receive()) is not None:
+    message = request[0]
+    x = to_torch(message["inputs"][0]["tensor"])
+    send({"trial": message["trial"], "output": encode_tensor(torch.relu(x)), "launch_count": 1,
+          "launches": [{"kernel": "k", "ints": {"B": 128}}], "refused": [], "canaries_ok": True,
+          "inputs_unchanged": True})
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x
+"""
 
 
 def forward(body: str, init: str = "") -> str:
@@ -69,14 +84,9 @@ class ModelNew(nn.Module):
         out.source = x
         return out
 """,
-    # the tripwire's closures reached for the harness's record list, then records appended to it
-    "closure_forgery": forward(
-        "        k[(1,)](x, x, 1, B=16)\n        return torch.empty_like(x)\n",
-        init="        import _signal\n        cells = _signal.signal.__closure__\n"
-        "        for cell in cells:\n            inner = getattr(cell.cell_contents, '__closure__', None) or ()\n"
-        "            for c in inner:\n                if isinstance(c.cell_contents, list):\n"
-        '                    c.cell_contents.append(\'{"trial": 0, "launch_count": 1, "canaries_ok": true}\')\n',
-    ),
+    # the harness's reply channel taken from its frames at load time: the program answers every request itself,
+    # computing with torch and forging the in-process facts
+    "channel_forgery": NOOP + CHANNEL_FORGERY,
     # a correct plan on a forward that falls back to torch: a VIOLATION must not earn the plan
     "violation_with_plan": PROBLEM.solution.replace("  return y", "  return torch.relu(x)"),
     # a correct plan on a kernel that computes nothing
@@ -114,9 +124,8 @@ def kernel_reward(base_uid: int) -> TritonReward:
         speedup_weight=0.5,
         plan_weight=0.5,
         time_repeats=10,
-        hide=[],
         base_uid=base_uid,
-        limits=dict(wall_s=20, cpu_s=15, memory_mb=4096, nproc=64, fsize_mb=16, disk_mb=64, record_cap_kb=8192),
+        limits=dict(wall_s=20, cpu_s=15, memory_mb=4096, fsize_mb=16, disk_mb=64, output_kb=8192),
     )
 
 
@@ -126,13 +135,12 @@ def past_the_vocabulary(reward: TritonReward, texts: list[str], row: dict = ROW)
     reference = reward._references_for([row["source"]]).popitem()[1]
     expected = reference_trials(reference)
     assert not isinstance(expected, str), expected
-    inputs = [list(expected[t].inputs) for t in sorted(expected)]
-    payloads = [reward._payload(row["source"], "candidate", row["preamble"] + text, inputs) for text in texts]
-    results: list[RunResult] = reward.pool.run([(HARNESS, p, reward.limits) for p in payloads])
+    check = reward._candidate_check(row["source"], [list(expected[t].inputs) for t in sorted(expected)])
+    outcomes = reward.sandbox.map([row["preamble"] + text for text in texts], check)
     checks = dict.fromkeys(
         ("parses", "defines_model_new", "defines_jit_kernel", "loads_and_stores", "vocabulary"), True
     )
-    return [decide(checks, result, reference, 2.0, 0.5) for result in results]
+    return [decide(checks, outcome, reference, 2.0, 0.5) for outcome in outcomes]
 
 
 @pytest.fixture(scope="module")
@@ -170,7 +178,6 @@ ALONE = {
     "storage_bytes": Status.VIOLATION,  # untyped_storage refused in forward
     "mode_stack_flag": Status.VIOLATION,  # no flag: torch.relu refused
     "subclass_at_encode": Status.VIOLATION,  # not exactly a torch.Tensor
-    "closure_forgery": Status.FAIL,  # whatever it reached holds no answer: its forward returned an empty tensor
     "violation_with_plan": Status.VIOLATION,
     "noop_with_plan": Status.FAIL,
 }
@@ -185,6 +192,11 @@ def test_attack_earns_no_correctness_past_the_vocabulary(verdicts, name):
 
 def test_honest_answer_passes_past_the_vocabulary(verdicts):
     assert verdicts[1]["honest"].status == Status.PASS
+
+
+@pytest.mark.xfail(strict=True, reason="in-process, the harness's reply channel is the program's to take")
+def test_harness_alone_keeps_its_channel(verdicts):
+    assert verdicts[1]["channel_forgery"].components["correct"] == 0.0
 
 
 POP_AND_PUSH = forward(
@@ -222,7 +234,7 @@ def test_hostile_text_and_records_give_labelled_zeros_never_an_exception():
         ("parses", "defines_model_new", "defines_jit_kernel", "loads_and_stores", "vocabulary"), True
     )
     tensor = {"dtype": "torch.float32", "shape": [1], "data": "AACAPw=="}  # 1.0
-    reference = clean_run([{"trial": 0, "inputs": [{"tensor": tensor}], "output": tensor}])
+    reference = {"trials": [{"trial": 0, "inputs": [{"tensor": tensor}], "output": tensor}], "timing": None}
     hostile = [
         {"trial": 0, "output": nested(5000), "launch_count": 1},
         {"trial": 0, "launches": [nested(5000)], "launch_count": 1},
@@ -232,5 +244,5 @@ def test_hostile_text_and_records_give_labelled_zeros_never_an_exception():
         {"trial": 0, "refused": "relu", "launch_count": True},
     ]
     for record in hostile:
-        verdict = decide(checks, clean_run([record]), reference, 2.0, 0.5)
+        verdict = decide(checks, {"trials": [record], "timing": record}, reference, 2.0, 0.5)
         assert verdict.reward == 0.0 and verdict.status in (Status.FAIL, Status.VIOLATION, Status.CRASH), record

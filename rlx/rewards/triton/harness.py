@@ -1,35 +1,32 @@
-"""Runs inside a sandboxed process, in one of two modes.
+"""Runs inside a sandboxed process (rlx.rewards.sandbox.session), in one of two modes, and answers the
+checker's requests with plain data. It holds nothing secret: what it is sent is all it ever has.
 
-reference: only the task file runs here. It draws each trial's inputs from the trial's seed (`get_inputs`
-after `torch.manual_seed`), runs `Model` on them and emits a ReferenceTrial with the inputs and the output,
-both as bytes. The seeds exist in this process only: the candidate's process never sees them.
-candidate: builds the candidate's ModelNew, then for each trial receives the inputs as bytes (payload
-`inputs`), copies them into canary-padded buffers, runs the guarded forward and emits a CandidateTrial with
-the output's bytes (rlx.rewards.triton.tensors.encode_output: exactly a torch.Tensor, not an input's memory).
-Nothing here draws inputs, so torch's RNG state in this process (seeded with the public `init_seed` before
+reference (program: the task file; a Sandbox of its own, never used for a candidate): {"op": "load", "mode":
+"reference", "init_seed", "device"} builds `Model`; {"op": "draw", "trial", "seed"} draws that trial's inputs
+(`get_inputs` after `torch.manual_seed(seed)`), runs Model and replies with a ReferenceTrial: inputs and
+output as bytes. The seeds reach only this process.
+candidate (program: the completion; the load request carries the task file): {"op": "load", "mode":
+"candidate", "task", "init_seed", "device"} builds ModelNew; {"op": "forward", "trial", "inputs"} copies the
+inputs into canary-padded buffers, runs the guarded forward and replies with a CandidateTrial: the output's
+bytes (rlx.rewards.triton.tensors.encode_output: exactly a torch.Tensor, not an input's memory) and the
+in-process facts. Nothing here draws inputs, so torch's RNG state (seeded with the public `init_seed` before
 the model is built, as KernelBench seeds both models alike) says nothing about them.
-
-Records (rlx.rewards.triton.records, events of rlx.rewards.sandbox.records): loaded / oom / load_error /
-violation events, one trial record per trial, then a Timing when the payload asks for one (CUDA only) and the
-done event. The comparison with the reference runs in the checker (rlx.rewards.triton.reward).
+Both: {"op": "time", "repeats", "seed" | "inputs"} -> a Timing (CUDA only). A load reply is {"ok": true},
+{"error", "detail"} or {"violation"}. The comparison runs in the checker (rlx.rewards.triton.reward).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import statistics
 from collections.abc import Callable
 
 import torch
 
-from rlx.rewards.sandbox.guard import install_guard
-from rlx.rewards.sandbox.records import Event, Timing
-from rlx.rewards.sandbox.runner import Emit
 from rlx.rewards.triton.guards import ForwardGuard, canaries_intact, count_launches, padded
-from rlx.rewards.triton.records import CandidateTrial, Launch, ReferenceTrial
+from rlx.rewards.triton.records import CandidateTrial, Launch, ReferenceTrial, Timing
 from rlx.rewards.triton.tensors import NotATensor, encode_output, encode_tensor, storage_span, to_torch
 
-# bound at import (the sandbox server preloads this module before any candidate code exists)
+# bound at import (the sandbox's zygote preloads this module before any candidate code exists)
 _function_modes, _dispatch_modes = torch._C._len_torch_function_stack, torch._C._len_torch_dispatch_stack
 _torch_function_on, _equal, _clone = torch._C._is_torch_function_enabled, torch.equal, torch._C.TensorBase.clone
 
@@ -77,70 +74,76 @@ def _decode_input(encoded: dict, device: str) -> object:
     return to_torch(encoded["tensor"]).to(device) if "tensor" in encoded else encoded["value"]
 
 
-def run(payload: dict, emit: Emit, alarm: Emit) -> None:
-    """emit: keep a record for the final block; alarm: the tripwire's, also written at once (runner.recorder)."""
-    device, candidate = payload["device"], payload["mode"] == "candidate"
-    install_guard(alarm, allow_processes=device == "cuda", allow_ctypes=device == "cuda")
+def serve(program: str, receive, send) -> None:
     counter = [0]  # launches counted by the launch wrapper, with the kernel and block keywords of the first 8
     launches: list[tuple[str, dict[str, int]]] = []
     count_launches(counter, launches)
+    state: dict = {}
+    while (request := receive()) is not None:
+        message = request[0]
+        op = message.get("op")
+        try:
+            if op == "load":
+                reply = _load(program, message, state)
+            elif op == "draw" and state.get("mode") == "reference":
+                reply = _draw(message, state)
+            elif op == "forward" and state.get("mode") == "candidate":
+                reply = _forward(message, state, counter, launches).to_json()
+            elif op == "time" and "model" in state:
+                reply = _timing(message, state).to_json()
+            else:
+                reply = {"error": "BadRequest", "detail": f"op {op!r} in this state"}
+        except MemoryError:
+            reply = {"error": "MemoryError", "detail": ""}
+        send(reply)
+
+
+def _load(program: str, message: dict, state: dict) -> dict:
+    candidate, device = message["mode"] == "candidate", message["device"]
     namespace: dict = {"__name__": "__task__"}
     try:
-        exec(compile(payload["source"], "<task>", "exec"), namespace)
+        exec(compile(message["task"] if candidate else program, "<task>", "exec"), namespace)
         if candidate:
             namespace = {**namespace, "__name__": "__candidate__"}
-            exec(compile(payload["candidate"], "<candidate>", "exec"), namespace)
+            exec(compile(program, "<candidate>", "exec"), namespace)
         cls = namespace["ModelNew" if candidate else "Model"]
-        torch.manual_seed(payload["init_seed"])
+        torch.manual_seed(message["init_seed"])
         model = cls(*namespace["get_init_inputs"]())
         if hasattr(model, "to"):
             model = model.to(device)
     except MemoryError:
-        emit(Event("oom").to_json())
-        return
-    except BaseException as err:  # noqa: BLE001
-        emit(Event("load_error", error=_name(err).split(":")[0], detail=_name(err)).to_json())
-        return
+        raise
+    except BaseException as err:  # noqa: BLE001 - SystemExit included: exiting early loads nothing
+        return {"error": _name(err).split(":")[0], "detail": _name(err)}
     if not _modes_clean():
-        emit(Event("violation", what="torch mode left active", detail="after loading the program").to_json())
-        return
-    emit(Event("loaded").to_json())
+        return {"violation": "torch mode left active after loading the program"}
+    state.update(model=model, namespace=namespace, device=device, mode=message["mode"])
+    return {"ok": True}
+
+
+def _draw(message: dict, state: dict) -> dict:
+    device = state["device"]
+    torch.manual_seed(message["seed"])
+    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in state["namespace"]["get_inputs"]()]
+    output, error = None, None
     try:
-        if not candidate:
-            _reference_trials(payload, namespace, model, device, emit)
-        else:
-            for trial, inputs in enumerate(payload["inputs"]):
-                given = [_decode_input(x, device) for x in inputs]
-                result = _candidate_trial(trial, given, model, device, counter, launches)
-                emit(result.to_json())
-                if result.violation is not None and result.violation.startswith("torch mode"):
-                    return  # the harness's own torch calls are not to be trusted after this
-    except MemoryError:
-        emit(Event("oom").to_json())
-        return
-    if payload["time"]:  # the reward asks for timing only on a GPU
-        _timing(payload, namespace, model, device, candidate, emit)
-    emit(Event("done").to_json())
-
-
-def _reference_trials(payload: dict, namespace: dict, model, device: str, emit: Emit) -> None:
-    for trial, seed in enumerate(payload["seeds"]):
-        torch.manual_seed(seed)
-        inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in namespace["get_inputs"]()]
         encoded = [_encode_input(x) for x in inputs]
-        output, error = None, None
-        try:
-            result = model(*inputs)
-            output = encode_tensor(result) if isinstance(result, torch.Tensor) else None
-            error = None if output is not None else f"forward returned {type(result).__name__}, not a tensor"
-        except MemoryError:
-            raise
-        except BaseException as err:  # noqa: BLE001
-            error = _name(err)
-        emit(ReferenceTrial(trial, tuple(encoded), output, error).to_json())
+        result = state["model"](*inputs)
+        output = encode_tensor(result) if isinstance(result, torch.Tensor) else None
+        error = None if output is not None else f"forward returned {type(result).__name__}, not a tensor"
+    except MemoryError:
+        raise
+    except BaseException as err:  # noqa: BLE001
+        return {"trial": message["trial"], "inputs": [], "error": _name(err)}
+    return ReferenceTrial(message["trial"], tuple(encoded), output, error).to_json()
 
 
-def _candidate_trial(trial: int, given: list, model, device: str, counter: list, launches: list) -> CandidateTrial:
+def _forward(message: dict, state: dict, counter: list, launches: list) -> CandidateTrial:
+    trial, device, model = message["trial"], state["device"], state["model"]
+    try:
+        given = [_decode_input(x, device) for x in message["inputs"]]
+    except (KeyError, TypeError, ValueError) as err:
+        return CandidateTrial(trial, error=f"BadRequest: {err}")
     registry: list = []
     inputs = [padded(x, registry) if isinstance(x, torch.Tensor) else x for x in given]
     spans = [storage_span(x) for x in inputs if isinstance(x, torch.Tensor)]
@@ -166,7 +169,8 @@ def _candidate_trial(trial: int, given: list, model, device: str, counter: list,
         error = _name(err)
     clean = violation is None or not violation.startswith("torch mode")
     unchanged = clean and all(
-        not isinstance(a, torch.Tensor) or _equal(a, b) for a, b in zip(inputs, before, strict=True)
+        not isinstance(a, torch.Tensor) or (isinstance(b, torch.Tensor) and _equal(a, b))
+        for a, b in zip(inputs, before, strict=True)
     )
     return CandidateTrial(
         trial,
@@ -181,22 +185,24 @@ def _candidate_trial(trial: int, given: list, model, device: str, counter: list,
     )
 
 
-def _timing(payload: dict, namespace: dict, model, device: str, candidate: bool, emit: Emit) -> None:
-    if candidate:
-        inputs = [_decode_input(x, device) for x in payload["inputs"][0]]
+def _timing(message: dict, state: dict) -> Timing:
+    """The median ms of a forward, timed like KernelBench; the candidate under the allow-list it was checked under."""
+    model, device = state["model"], state["device"]
+    if state["mode"] == "candidate":
+        inputs = [_decode_input(x, device) for x in message["inputs"]]
     else:
-        torch.manual_seed(payload["seeds"][0])
-        inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in namespace["get_inputs"]()]
-    guard = ForwardGuard([]) if candidate else None
+        torch.manual_seed(message["seed"])
+        inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in state["namespace"]["get_inputs"]()]
+    guard = ForwardGuard([]) if state["mode"] == "candidate" else None
 
-    def call():  # the candidate is timed under the same allow-list it was checked under
+    def call():
         if guard is None:
             return model(*inputs)
         with guard:
             return model(*inputs)
 
+    refused = () if guard is None else guard.refused
     try:
-        timing = Timing(ms=_time_cuda(call, payload["time_repeats"]))
+        return Timing(ms=_time_cuda(call, message["repeats"]), refused=tuple(refused))
     except BaseException as err:  # noqa: BLE001  a forward that breaks only while timed earns no speedup
-        timing = Timing(error=_name(err))
-    emit(dataclasses.replace(timing, refused=tuple(guard.refused) if guard else ()).to_json())
+        return Timing(error=_name(err), refused=tuple(refused))

@@ -10,6 +10,7 @@ tensor, or a torch mode left active). Tensors cross as rlx.rewards.triton.tensor
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -138,3 +139,31 @@ def first_by_trial(records, parse) -> dict:
         if parsed is not None and parsed.trial not in found:
             found[parsed.trial] = parsed
     return found
+
+
+@dataclass(frozen=True)
+class Timing:
+    """The harness's GPU timing of one forward (CUDA only): `ms`, the median milliseconds after warm-up, or
+    `error`, what the forward raised while timed; refused: the torch calls the allow-list refused while timed."""
+
+    ms: float | None = None
+    error: str | None = None
+    refused: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        out: dict = {"event": "timing", "refused": list(self.refused)}
+        out = out if self.ms is None else {**out, "ms": self.ms}
+        return out if self.error is None else {**out, "error": self.error}
+
+    @classmethod
+    def parse(cls, record: object) -> Timing | None:
+        """None unless `record` is a timing with a list of refused names; an `ms` that is not a finite positive
+        number reads as None (no usable time)."""
+        if not isinstance(record, dict) or record.get("event") != "timing":
+            return None
+        ms, refused = record.get("ms"), record.get("refused", [])
+        if not (isinstance(refused, list) and all(isinstance(r, str) for r in refused)):
+            return None
+        if not isinstance(ms, (int, float)) or isinstance(ms, bool) or not math.isfinite(ms) or ms <= 0:
+            ms = None
+        return cls(None if ms is None else float(ms), _text(record.get("error")), tuple(refused))

@@ -4,10 +4,12 @@ already showed, see data=kernels) is prepended to the completion.
 
 Where each thing lives (issue 26: a verdict is computed where candidate code never runs):
   checker (here)      static checks, the comparison, the verdict, the plan;
-  reference sandbox   only the task file: draws each trial's inputs from secret seeds (drawn per reward, or
-                      `seed`) and runs Model on them; inputs and outputs come back as bytes (cached per task);
+  reference sandbox   only the task file (a Sandbox of its own, rlx.rewards.sandbox.session): draws each trial's
+                      inputs from secret seeds (drawn per reward, or `seed`) and runs Model on them; inputs
+                      and outputs come back as bytes (cached per task);
   candidate sandbox   the completion: gets the inputs as bytes (no seed, no generator), returns the bytes of
-                      exactly a torch.Tensor per trial and the harness's in-process facts.
+                      exactly a torch.Tensor per trial and the harness's in-process facts
+                      (rlx.rewards.triton.harness: the requests and replies).
 Checks, each with its own label in `details["checks"]`:
   parses, defines_model_new       static (FORMAT);
   defines_jit_kernel, loads_and_stores, vocabulary   static (VIOLATION): KernelBench/TritonRL's syntax checks
@@ -39,59 +41,67 @@ import hashlib
 import secrets
 
 from rlx.rewards.base import Status, Verdict
-from rlx.rewards.sandbox.isolation import Limits
-from rlx.rewards.sandbox.pool import SandboxPool
-from rlx.rewards.sandbox.records import RunResult, Timing
+from rlx.rewards.sandbox.session import Failure, Limits, Sandbox, Session
 from rlx.rewards.triton.plan import plan_score
-from rlx.rewards.triton.records import CandidateTrial, ReferenceTrial, first_by_trial
+from rlx.rewards.triton.records import CandidateTrial, ReferenceTrial, Timing, first_by_trial
 from rlx.rewards.triton.static import is_kernel, memory_calls, static_checks, task_names
 from rlx.rewards.triton.tensors import compare
 from rlx.rewards.unit_tests import extract_code
-from rlx.rewards.verdicts import run_status
 
-HARNESS = "rlx.rewards.triton.harness:run"
+HARNESS = "rlx.rewards.triton.harness"
+MODULES = ("rlx.rewards.triton.guards", "rlx.rewards.triton.records", "rlx.rewards.triton.tensors")
+PACKAGES = ("torch", "triton", "numpy")
 # Public: the models' weights are initialised alike (KernelBench seeds both); the trial inputs do not come from
 # it, nor from anything else in the candidate's process.
 INIT_SEED = 0
 RUNTIME_CHECKS = ("launched", "no_fallback", "plain_output", "in_bounds", "inputs_unchanged")
 ZERO = {"valid": 0.0, "compiled": 0.0, "correct": 0.0, "fast_1": 0.0, "plan": 0.0}
+FORMAT_ERRORS = ("SyntaxError", "IndentationError", "TabError")
+Outcome = dict | Failure  # a session's replies ({"load": reply} or {"trials": [...], "timing": ...}), or its end
 
 
 def storing_kernels(code: str) -> set[str]:
     """Names of the @triton.jit functions that call tl.store (a launch of anything else computes nothing)."""
     try:
         tree = ast.parse(code)
-        return {
-            k.name
-            for k in ast.walk(tree)
-            if isinstance(k, ast.FunctionDef) and is_kernel(k) and "store" in memory_calls(k)
-        }
+        kernels = [k for k in ast.walk(tree) if isinstance(k, ast.FunctionDef) and is_kernel(k)]
+        return {k.name for k in kernels if "store" in memory_calls(k)}
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set()
 
 
-def reference_trials(reference: RunResult) -> dict[int, ReferenceTrial] | str:
+def reference_trials(reference: Outcome) -> dict[int, ReferenceTrial] | str:
     """The reference's trials with outputs, or why the reference run cannot be compared against."""
-    status, why = run_status(reference)
-    if status is not None:
-        return why
-    found = first_by_trial(reference.records, ReferenceTrial.parse)
+    if isinstance(reference, Failure):
+        return f"{reference.status.value}: {reference.reason}"
+    if "load" in reference:
+        return f"loading the task raised {reference['load'].get('error')}"
+    found = first_by_trial(reference["trials"], ReferenceTrial.parse)
     if not found or any(t.output is None for t in found.values()):
         return "its forward returned no tensor"
     return found
 
 
+def _load_failure(reply: dict) -> tuple[Status, str]:
+    if "violation" in reply:
+        return Status.VIOLATION, str(reply["violation"])[:200]
+    error = str(reply.get("error"))[:80]
+    status = Status.FORMAT if error in FORMAT_ERRORS else Status.OOM if error == "MemoryError" else Status.CRASH
+    return status, f"loading the code raised {error}"
+
+
 def decide(
     checks: dict,
-    result: RunResult,
-    reference: RunResult,
+    outcome: Outcome,
+    reference: Outcome,
     speedup_cap: float,
     speedup_weight: float,
     storing: set[str] | None = None,
     refused_word: str = "",
 ) -> Verdict:
-    """Verdict from static checks, the candidate's sandbox result and the reference run's result (no plan:
-    TritonReward adds it to a PASS). `storing`: the kernels that call tl.store (None: any launch counts)."""
+    """Verdict from the static checks, what the candidate's session answered (or how it ended) and the
+    reference's (no plan: TritonReward adds it to a PASS). `storing`: the kernels that call tl.store (None: any
+    launch counts)."""
     if not (checks["parses"] and checks["defines_model_new"]):
         return Verdict(0.0, Status.FORMAT, ZERO, {"checks": checks})
     for check, why in (
@@ -104,13 +114,17 @@ def decide(
     expected = reference_trials(reference)
     if isinstance(expected, str):
         return Verdict(0.0, Status.INFRA, {}, {"checks": checks, "reason": f"reference run failed: {expected}"})
-    status, why = run_status(result)
-    base = {"wall_s": result.wall_s, "output_tail": result.output_tail}
-    if status is not None:
-        return Verdict(0.0, status, ZERO, {**base, "checks": checks, "reason": why})
-    found = first_by_trial(result.records, CandidateTrial.parse)
-    got = [found.get(t) for t in sorted(expected)]  # None: the trial left no record
+    if isinstance(outcome, Failure):
+        base = {"wall_s": outcome.facts.wall_s, "output_tail": outcome.facts.output_tail}
+        return Verdict(0.0, outcome.status, ZERO, {**base, "checks": checks, "reason": outcome.reason})
+    if "load" in outcome:
+        status, why = _load_failure(outcome["load"])
+        return Verdict(0.0, status, ZERO, {"checks": checks, "reason": why})
+    found = first_by_trial(outcome["trials"], CandidateTrial.parse)
+    got = [found.get(t) for t in sorted(expected)]  # None: the trial left no well-formed reply
     errors = [r.error if r else None for r in got if r is None or r.error]
+    if any(e is not None and e.startswith("MemoryError") for e in errors):
+        return Verdict(0.0, Status.OOM, ZERO, {"checks": checks, "reason": "MemoryError in forward"})
     comparisons = [
         compare(r.output, expected[t].output or {}) if r and r.output else (False, "")
         for t, r in zip(sorted(expected), got, strict=True)
@@ -131,14 +145,13 @@ def decide(
     }
     violations = [r.violation for r in got if r is not None and r.violation]
     details = {
-        **base,
         "checks": checks,
         "errors": errors[:3],
         "mismatch": [why for ok, why in comparisons if not ok][:3],
         **({"output": violations[0]} if violations else {}),
     }
     valid = all(checks[k] for k in RUNTIME_CHECKS)
-    speedup = _speedup(result, reference)
+    speedup = _speedup(outcome.get("timing"), reference.get("timing") if isinstance(reference, dict) else None)
     details["speedup"] = speedup if speedup is not None else "unavailable (no GPU timing: CPU/TRITON_INTERPRET)"
     correct = float(checks["correct"] and checks["compiled"])
     components = {
@@ -159,19 +172,13 @@ def decide(
     return Verdict(1.0 + term, Status.PASS, components, details)
 
 
-def _speedup(result: RunResult, reference: RunResult) -> float | None:
-    """Reference ms / candidate ms from the harness's timing records (GPU only); None where either is missing,
+def _speedup(candidate: object, reference: object) -> float | None:
+    """Reference ms / candidate ms from the harness's timing replies (GPU only); None where either is missing,
     broke, or the candidate made a refused torch call while it was timed."""
-
-    def ms(res: RunResult, candidate: bool) -> float | None:
-        found = [r for r in res.records if isinstance(r, dict) and r.get("event") == "timing"]
-        timing = Timing.parse(found[0]) if found else None
-        if timing is None or (candidate and timing.refused):
-            return None
-        return timing.ms
-
-    new, ref = ms(result, True), ms(reference, False)
-    return None if new is None or ref is None else ref / new
+    new, ref = Timing.parse(candidate), Timing.parse(reference)
+    if new is None or ref is None or new.refused or new.ms is None or ref.ms is None:
+        return None
+    return ref.ms / new.ms
 
 
 class TritonReward:
@@ -188,9 +195,9 @@ class TritonReward:
         plan_weight: float,
         time_repeats: int,
         limits: dict,
-        hide: list[str],
         base_uid: int,
     ) -> None:
+        """Refuses to start (SandboxUnavailable, one line) where no sandbox can be built."""
         if device not in ("auto", "cpu", "cuda"):
             raise ValueError(f"reward.device must be 'auto', 'cpu' or 'cuda' (got {device!r})")
         if device == "auto":  # the same command scores on a GPU machine and on a CPU-only one
@@ -210,41 +217,54 @@ class TritonReward:
         self.plan_weight = plan_weight
         self.limits = Limits(**limits)
         env = {"TRITON_INTERPRET": "1"} if device == "cpu" else {}
-        self.pool = SandboxPool(
-            workers,
-            preload=("torch", "triton", "numpy", HARNESS.split(":")[0]),
-            env=env,
-            hide=tuple(hide),
-            base_uid=base_uid,
-        )
-        self._references: dict[str, RunResult] = {}
+        common = dict(modules=MODULES, packages=PACKAGES, preload=("torch", "triton"), env=env)
+        # the references' expected outputs pass through their own jail, never one that forks candidates
+        self.sandbox = Sandbox(HARNESS, workers, self.limits, base_uid=base_uid, **common)  # type: ignore[arg-type]
+        self.reference_sandbox = Sandbox(HARNESS, 1, self.limits, base_uid=base_uid + workers, **common)  # type: ignore[arg-type]
+        self._references: dict[str, Outcome] = {}
 
-    def _payload(self, source: str, mode: str, candidate: str, inputs: list | None = None) -> dict:
-        """A reference payload carries the trial seeds (only the task file runs there); a candidate payload the
-        reference's inputs as bytes and nothing they were drawn from."""
-        common = {
-            "source": source,
-            "mode": mode,
-            "candidate": candidate,
-            "device": self.device,
-            "init_seed": INIT_SEED,
-            "time": self.device == "cuda",
-            "time_repeats": self.time_repeats,
-        }
-        if mode == "reference":
-            return {**common, "seeds": [self.seed + 1000 * t for t in range(self.trials)]}
-        return {**common, "inputs": inputs}
+    def _load(self, task: str, mode: str) -> dict:
+        return {"op": "load", "mode": mode, "task": task, "init_seed": INIT_SEED, "device": self.device}
 
-    def _references_for(self, sources: list[str]) -> dict[str, RunResult]:
-        """Reference results by source hash; clean runs are cached for the rest of training."""
+    def _reference_check(self, session: Session, index: int) -> dict:
+        loaded, _ = session.request(self._load("", "reference"))
+        if loaded.get("ok") is not True:
+            return {"load": loaded}
+        seeds = [self.seed + 1000 * t for t in range(self.trials)]
+        trials = [session.request({"op": "draw", "trial": t, "seed": s})[0] for t, s in enumerate(seeds)]
+        timing = None
+        if self.device == "cuda":
+            timing = session.request({"op": "time", "seed": seeds[0], "repeats": self.time_repeats})[0]
+        return {"trials": trials, "timing": timing}
+
+    def _candidate_check(self, task: str, inputs: list[list[dict]]):
+        def check(session: Session, index: int) -> dict:
+            loaded, _ = session.request(self._load(task, "candidate"))
+            if loaded.get("ok") is not True:
+                return {"load": loaded}
+            trials = []
+            for trial, given in enumerate(inputs):
+                reply, _ = session.request({"op": "forward", "trial": trial, "inputs": given})
+                trials.append(reply)
+                if str(reply.get("violation", "")).startswith("torch mode"):
+                    return {"trials": trials}  # its harness's own torch calls are not to be trusted after this
+            timing = None
+            if self.device == "cuda":
+                timing = session.request({"op": "time", "inputs": inputs[0], "repeats": self.time_repeats})[0]
+            return {"trials": trials, "timing": timing}
+
+        return check
+
+    def _references_for(self, sources: list[str]) -> dict[str, Outcome]:
+        """Reference outcomes by source hash; usable ones are cached for the rest of training."""
         keys = {hashlib.sha256(s.encode()).hexdigest(): s for s in sources}
         missing = sorted(k for k in keys if k not in self._references)
-        fresh = self.pool.run([(HARNESS, self._payload(keys[k], "reference", ""), self.limits) for k in missing])
+        fresh = self.reference_sandbox.map([keys[k] for k in missing], self._reference_check)
         found = {k: self._references[k] for k in keys if k in self._references}
-        for key, result in zip(missing, fresh, strict=True):
-            found[key] = result
-            if not isinstance(reference_trials(result), str):
-                self._references[key] = result
+        for key, outcome in zip(missing, fresh, strict=True):
+            found[key] = outcome
+            if not isinstance(reference_trials(outcome), str):
+                self._references[key] = outcome
         return found
 
     def __call__(self, completions: list[str], rows: list[dict]) -> list[Verdict]:
@@ -252,16 +272,16 @@ class TritonReward:
         keys = [hashlib.sha256(row["source"].encode()).hexdigest() for row in rows]
         codes = [row.get("preamble", "") + extract_code(c) for c, row in zip(completions, rows, strict=True)]
         statics = [static_checks(code, *task_names(row["source"])) for code, row in zip(codes, rows, strict=True)]
-        runnable = []
+        runnable: list[tuple[int, list[list[dict]]]] = []
         for i, (checks, _) in enumerate(statics):
             expected = reference_trials(references[keys[i]])
             if all(checks.values()) and not isinstance(expected, str):
-                inputs = [list(expected[t].inputs) for t in sorted(expected)]
-                runnable.append((i, self._payload(rows[i]["source"], "candidate", codes[i], inputs)))
-        fresh = self.pool.run([(HARNESS, payload, self.limits) for _, payload in runnable])
-        results = {i: result for (i, _), result in zip(runnable, fresh, strict=True)}
+                runnable.append((i, [list(expected[t].inputs) for t in sorted(expected)]))
+        checks_by = [self._candidate_check(rows[i]["source"], inputs) for i, inputs in runnable]
+        fresh = self.sandbox.map([codes[i] for i, _ in runnable], lambda session, j: checks_by[j](session, j))
+        outcomes = {i: outcome for (i, _), outcome in zip(runnable, fresh, strict=True)}
         return [
-            self._verdict(completions[i], codes[i], statics[i], results.get(i), references[keys[i]], row.get("plan"))
+            self._verdict(completions[i], codes[i], statics[i], outcomes.get(i), references[keys[i]], row.get("plan"))
             for i, row in enumerate(rows)
         ]
 
@@ -270,8 +290,8 @@ class TritonReward:
         completion: str,
         code: str,
         static: tuple[dict, str],
-        result: RunResult | None,
-        reference: RunResult,
+        outcome: Outcome | None,
+        reference: Outcome,
         plan_reference: str | None,
     ) -> Verdict:
         """decide, then the plan term on a PASS; a parser or decoder giving up on hostile output is a CRASH."""
@@ -279,16 +299,16 @@ class TritonReward:
         try:
             verdict = decide(
                 checks,
-                result if result is not None else RunResult.broken("not run"),
+                outcome if outcome is not None else {"trials": []},
                 reference,
                 self.speedup_cap,
                 self.speedup_weight,
                 storing_kernels(code),
                 refused_word,
             )
-            if verdict.status != Status.PASS or result is None:
+            if verdict.status != Status.PASS or not isinstance(outcome, dict):
                 return verdict
-            first = first_by_trial(result.records, CandidateTrial.parse).get(0)
+            first = first_by_trial(outcome.get("trials", []), CandidateTrial.parse).get(0)
             plan = plan_score(completion, code, list(first.launches) if first else None, plan_reference)
         except (RecursionError, MemoryError) as err:
             return Verdict(0.0, Status.CRASH, dict(ZERO), {"reason": f"scoring gave up: {type(err).__name__}"})
@@ -297,4 +317,5 @@ class TritonReward:
         )
 
     def close(self) -> None:
-        self.pool.close()
+        self.sandbox.close()
+        self.reference_sandbox.close()
