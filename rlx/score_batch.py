@@ -2,7 +2,7 @@
 
 Every input problem is found before anything runs and reported as one line naming the file and line: a task
 row the reward cannot read (its tests do not parse), a completion row without `task_id`/`completion` or with
-an unknown `task_id`. Scoring goes through the reward exactly as training calls it (its sandbox pool scores a
+an unknown `task_id`. Scoring goes through the reward exactly as training calls it (its sandbox scores a
 chunk in parallel); verdict rows are written as each chunk finishes.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rlx.data.jsonl import DataError, read_rows
 
-CHUNK = 256  # completions per reward call: the pool's workers share each chunk
+CHUNK = 256  # completions per reward call: the sandbox workers share each chunk
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

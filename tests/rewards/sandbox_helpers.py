@@ -1,5 +1,5 @@
 """Shared by the sandbox suites: what is left on the host after a run (processes of the sandbox's uids or user
-namespaces, SysV IPC objects) and a clean run's result for the kernel reward's pure `decide`."""
+namespaces, SysV IPC objects) and the unit-test reward built from its config."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import os
 from omegaconf import OmegaConf
 
 from rlx.checks import build_node
-from rlx.rewards.sandbox.records import RunResult
 from tests.conftest import CONF
 
 
@@ -52,27 +51,6 @@ def sysv_ipc() -> set[str]:
         with open(f"/proc/sysvipc/{kind}") as handle:
             lines |= {f"{kind} {line.split()[1]}" for line in handle.readlines()[1:]}
     return lines
-
-
-def clean_run(records: list[dict], bad_records: int = 0, stray: tuple[dict, ...] = ()) -> RunResult:
-    """A run that exited 0 within its limits (0.2 s wall, 0.1 s of a 5 s CPU limit) and sealed `records` as
-    its final block (`stray`: lines outside it)."""
-    return RunResult(
-        infra=None,
-        records=tuple(records),
-        sealed=True,
-        stray=stray,
-        bad_records=bad_records,
-        exit_code=0,
-        signal=None,
-        timed_out=False,
-        overflow=False,
-        wall_s=0.2,
-        cpu_s=0.1,
-        max_rss_mb=50.0,
-        cpu_limit_s=5,
-        output_tail="",
-    )
 
 
 def left_behind(uids: list[int]) -> list[int]:
