@@ -201,6 +201,13 @@ class TinyModel:
             if ws is None:
                 break
             start = time.perf_counter()
+            log.info(
+                "warm start attempt %d: %d SFT steps of batch %d on %d teacher examples (model.warm_start)",
+                attempt + 1,
+                ws.steps,
+                ws.batch_size,
+                ws.corpus_size,
+            )
             examples = task.warm_start_examples(ws.corpus_size, ws.seed)
             ticker = Ticker(f"warm start attempt {attempt + 1}", ws.steps, on_line=lock.describe_progress)
             losses = supervised_finetune(

@@ -15,7 +15,7 @@ class CountingTiny(TinyModel):
 
     builds = 0
 
-    def build(self, task, target):
+    def build(self, task, target, lock):
         type(self).builds += 1
         time.sleep(0.3)  # long enough for the other caller to reach the lock
         target.mkdir(parents=True)
@@ -26,7 +26,7 @@ def test_a_second_process_waits_for_the_first_warm_start_and_reuses_it(tmp_path,
     monkeypatch.setattr("rlx.models.tiny.load_local", lambda target, *a: target)
     task = type("Task", (), {"conversational": False})()
     model = CountingTiny.__new__(CountingTiny)
-    model.cache_dir, model.dtype, model.gradient_checkpointing = tmp_path, "float32", False
+    model.cache_dir, model.dtype, model.gradient_checkpointing, model.threads = tmp_path, "float32", False, None
     monkeypatch.setattr(CountingTiny, "cache_key", lambda self, task: "recipe")
     results = []
     threads = [threading.Thread(target=lambda: results.append(model(task))) for _ in range(2)]
