@@ -18,10 +18,11 @@ REQUIRED = {
     ("model", "hf"): ["model.name_or_path=/nonexistent"],
     ("data", "jsonl"): ["data.train_file=/nonexistent.jsonl", "data.val_file=/nonexistent.jsonl"],
     ("data", "hf_dataset"): ["data.path=/nonexistent"],
+    ("data", "humaneval"): ["data.train_file=/nonexistent.jsonl.gz", "reward=unit_tests"],
     ("data", "multi_sum"): ["reward.strict=false"],  # answers after a scratchpad: the last number is scored
 }
 # Building these objects reads files; composing and resolving them is what this test checks.
-COMPOSE_ONLY = {("data", "jsonl"), ("data", "hf_dataset")}
+COMPOSE_ONLY = {("data", "jsonl"), ("data", "hf_dataset"), ("data", "humaneval")}
 
 
 def options(group: str) -> list[str]:
