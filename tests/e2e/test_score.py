@@ -236,8 +236,8 @@ TRAIN_ON_HUMANEVAL_FORMAT = (
 
 
 def test_two_training_steps_on_humaneval_format_rows(tmp_path, test_cache):
-    doc = (REPO / "docs" / "code_datasets.md").read_text()
-    assert TRAIN_ON_HUMANEVAL_FORMAT in doc  # the page shows exactly the command run here
+    for page in ("docs/code_datasets.md", "README.md"):  # both show exactly the command run here
+        assert TRAIN_ON_HUMANEVAL_FORMAT in (REPO / page).read_text(), page
     argv = TRAIN_ON_HUMANEVAL_FORMAT.split()[1:]
     small = ["algo.prompts_per_step=2", "algo.group_size=2", "data.max_new_tokens=24", "trainer.val_check_interval=2"]
     proc = run_cli([*argv, *small, f"hydra.run.dir={tmp_path / 'run'}"], REPO, test_cache)
