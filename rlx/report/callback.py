@@ -157,7 +157,12 @@ class SweepReport(Callback):
             "cpu_s": round(time.process_time() - self._job_cpu, 1),
         }
         if failed:
-            err = job_return._return_value  # .return_value would re-raise it
+            try:
+                job_return.return_value  # noqa: B018  public API: for a failed job, raises the job's exception
+            except BaseException as raised:  # noqa: BLE001  the job's own error, whatever its type, is recorded
+                err = raised
+            else:
+                err = RuntimeError("the job failed without an exception")
             doc["error"] = f"{type(err).__name__}: {err}"
             doc["traceback"] = "".join(traceback.format_exception(type(err), err, err.__traceback__))
         if "wandb" in sys.modules:
