@@ -19,6 +19,8 @@ library and Hydra at module level; matplotlib and wandb are imported when a swee
 from __future__ import annotations
 
 import atexit
+import contextlib
+import io
 import json
 import logging
 import shlex
@@ -157,8 +159,9 @@ class SweepReport(Callback):
             "cpu_s": round(time.process_time() - self._job_cpu, 1),
         }
         if failed:
-            try:
-                job_return.return_value  # noqa: B018  public API: for a failed job, raises the job's exception
+            try:  # public API: for a failed job it writes Hydra's "Error executing job" line, then raises the error
+                with contextlib.redirect_stderr(io.StringIO()):  # rlx reports the error itself, once
+                    job_return.return_value  # noqa: B018
             except BaseException as raised:  # noqa: BLE001  the job's own error, whatever its type, is recorded
                 err = raised
             else:
