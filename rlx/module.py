@@ -42,6 +42,7 @@ from rlx.rollout.batch import RolloutBatch
 from rlx.rollout.collect import RolloutConfig, collect
 from rlx.rollout.engine import Generator
 from rlx.rollout.held_out import append_records, held_out_records, held_out_verdicts, passed
+from rlx.rollout.mismatch import batch_mismatch
 from rlx.update import NonFiniteGuard, prepare, update
 
 
@@ -285,6 +286,7 @@ class RLModule(LightningModule):
             **self.sampler.metrics(),
             **losses,
             **length_by_outcome(mask.sum(-1), batch.statuses, valid),
+            **batch_mismatch(batch),  # rollout/logprob_abs_diff_*, rollout/mismatch_*
         }
         # (perf) to the loggers and callback_metrics directly: Lightning's self.log costs 10 ms a step here
         # (rlx.callbacks.step_metrics); Lightning's own progress bar, when enabled, still gets the three it shows

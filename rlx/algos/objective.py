@@ -44,6 +44,7 @@ def objective(
     policy_loss: Callable[..., PolicyLoss],
     kl: Callable[[Tensor, Tensor], Tensor] | None,
     kl_coef: float,
+    correction: Tensor | None = None,
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """The loss minimised by every preset, and its metrics:
 
@@ -62,13 +63,18 @@ def objective(
         logp: [N, T] log π_θ (with gradient); old_logp: [N, T] the sampling policy's; ref_logp: [N, T] or None.
         advantages, mask: [N, T] (mask: 1 on trained completion tokens).
         weights: [N, T] aggregation weights; token_weights: [N, T] mask / (the minibatch's token count).
+        correction: [N, T] the rollout correction's weight c on ℓ (rlx.algos.correction: built from π_old and
+            the sampler's μ, detached), or None (c = 1). Masked tokens (c = 0) still count in the aggregation's
+            normaliser, as in the formulas of TIS, MIS and DeepSeek-V3.2.
     Returns: loss (a scalar contribution), metrics (scalar contributions, detached):
         loss/policy, loss/kl (when ref_logp is given), loss/clipfrac (= low + high), loss/clipfrac_low,
         loss/clipfrac_high, loss/approx_kl_k1 = mean(log π_old − log π_θ), loss/approx_kl_k3 =
-        mean(ρ − 1 − log ρ) (both estimate KL(π_old ‖ π_θ), token means; loss/approx_kl is k3, as in cleanrl).
+        mean(ρ − 1 − log ρ) (both estimate KL(π_old ‖ π_θ), token means; loss/approx_kl is k3, as in cleanrl);
+        with a correction, loss/correction_weight_mean (token mean of c) and loss/correction_masked_frac (c = 0).
     """
     out = policy_loss(logp, old_logp, advantages, mask)  # [N, T] each
-    policy = (out.loss * weights).sum()  # []
+    token_loss = out.loss if correction is None else out.loss * correction  # [N, T] c · ℓ
+    policy = (token_loss * weights).sum()  # []
     loss = policy
     metrics = {"loss/policy": policy.detach()}
     if ref_logp is not None:
@@ -93,4 +99,7 @@ def objective(
                 "loss/approx_kl": k3,
             }
         )
+        if correction is not None:
+            metrics["loss/correction_weight_mean"] = (correction * token_weights).sum()
+            metrics["loss/correction_masked_frac"] = ((correction == 0).to(weights.dtype) * token_weights).sum()
     return loss, metrics

@@ -9,8 +9,10 @@ advantage estimator, policy loss, aggregation and KL are the top-level groups `a
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from rlx.algos.correction import NoCorrection
 
 
 @dataclass
@@ -36,6 +38,9 @@ class Algorithm:
     lr_schedule: Callable  # partial: (optimizer, total_steps) -> LR scheduler
     shaping: Callable  # rlx.algos.shaping.RewardShaping: batch -> (shaped rewards [N], sample mask [N])
     critic: Any  # rlx.models.critic.Critic (PPO's value network) or None
+    # (logp, old_logp, sampler_logp, advantages, mask) -> weight [N, T] on the policy loss (the
+    # `rollout_correction` group; rlx.algos.correction): none unless a preset or the command line picks one
+    rollout_correction: Callable = field(default_factory=NoCorrection)
 
     @property
     def uses_reference(self) -> bool:

@@ -118,6 +118,7 @@ def to_batch(
         sampling_logp=gen.logprobs if gen.reusable else None,
         sampling_entropy=gen.entropy if gen.reusable else None,
         sampling_temperature=gen.temperature if gen.reusable else None,
+        sampler_logp=gen.logprobs,  # μ, for the mismatch metrics and the rollout correction
     )
 
 
