@@ -278,6 +278,7 @@ class RLModule(LightningModule):
             "rollout/rounds": float(stats.rounds),
             "time/generate": stats.generate_seconds,  # (perf) wall time inside the rollout engine
             "time/score": stats.score_seconds,  # (perf) time inside the reward, overlapping generation
+            **stats.engine,  # the engine's own timings (rollout=vllm: time/weight_sync)
             "optim/lr": self.schedule().get_last_lr()[0],
             "train/skipped_updates": float(self.guard.skipped),
             "train/trained_frac": batch.sample_mask.float().mean(),
