@@ -115,8 +115,9 @@ def run_rlx(size: str, steps: int, path: Path) -> dict:
 
     cpu: list[float] = []
     trainer.callbacks.append(Timer())
+    precision = {"weights": str(next(module.policy.parameters()).dtype), "autocast": str(trainer.precision)}
     trainer.fit(module)
-    return {"step_s": times, "cpu_s": cpu, "peak_rss_mb": peak_rss_mb(), "split": split}
+    return {"step_s": times, "cpu_s": cpu, "peak_rss_mb": peak_rss_mb(), "split": split, "precision": precision}
 
 
 def run_trl(size: str, steps: int, path: Path) -> dict:
@@ -186,6 +187,10 @@ def run_trl(size: str, steps: int, path: Path) -> dict:
         report_to=[],
         disable_tqdm=True,
         seed=0,
+        # rlx's precision: float32 weights and math. GRPOConfig's default bf16=True holds even with use_cpu=True and
+        # would run TRL under bf16 autocast (emulated on an AVX2 CPU: 10x slower; native elsewhere: flattered)
+        bf16=False,
+        fp16=False,
     )
     trainer = GRPOTrainer(
         model=model,
@@ -195,8 +200,25 @@ def run_trl(size: str, steps: int, path: Path) -> dict:
         processing_class=tokenizer,
         callbacks=[Timer()],
     )
+    # what TRL will really run at: its weights' dtype and accelerate's mixed-precision (autocast) mode
+    precision = {
+        "weights": str(next(trainer.model.parameters()).dtype),
+        "autocast": trainer.accelerator.mixed_precision,
+    }
     trainer.train()
-    return {"step_s": times, "cpu_s": cpu, "peak_rss_mb": peak_rss_mb()}
+    return {"step_s": times, "cpu_s": cpu, "peak_rss_mb": peak_rss_mb(), "precision": precision}
+
+
+# The two arms' precision descriptions that mean the same arithmetic (Lightning's "32-true" is accelerate's "no")
+SAME_PRECISION = {("torch.float32", "32-true"), ("torch.float32", "no")}
+
+
+def check_same_precision(results: dict[str, dict]) -> str:
+    """Refuse to compare arms that compute at different precisions; returns the shared one for the table."""
+    seen = {name: (r["precision"]["weights"], r["precision"]["autocast"]) for name, r in results.items()}
+    if any(p not in SAME_PRECISION for p in seen.values()):
+        raise SystemExit(f"the arms do not run at rlx's float32 precision, not identical work: {seen}")
+    return "float32 weights, no autocast (rlx precision 32-true, TRL bf16=False fp16=False)"
 
 
 def worker(name: str, size: str, steps: int, path: Path) -> dict:
@@ -215,11 +237,13 @@ def worker(name: str, size: str, steps: int, path: Path) -> dict:
 def bench_size(size: str, steps: int, warmup: int, rounds: int) -> None:
     spec = SIZES[size]
     path = model_dir(size)
+    precision = ""
     peers = ("rlx", "trl") if importlib.util.find_spec("trl") else ("rlx",)  # TRL is not an rlx dependency
     ratios, rows = [], {name: [] for name in peers}
     split: dict[str, list[float]] = {}
     for _ in range(rounds):
         result = {name: worker(name, size, steps, path) for name in peers}
+        precision = check_same_precision(result)
         for name, r in result.items():
             rows[name].append(
                 (statistics.median(r["step_s"][warmup:]), r["peak_rss_mb"], statistics.median(r["cpu_s"][warmup:]))
@@ -230,7 +254,7 @@ def bench_size(size: str, steps: int, warmup: int, rounds: int) -> None:
             split.setdefault(part, []).extend(values[warmup:])
     print(
         f"\nGRPO step, {size} model, {spec['prompts']}x{spec['group']} completions, <= {spec['new_tokens']} new "
-        f"tokens, beta {BETA}, median of steps {warmup + 1}..{steps}, {rounds} round(s)"
+        f"tokens, beta {BETA}, median of steps {warmup + 1}..{steps}, {rounds} round(s); {precision}"
     )
     print("| trainer | s / step | CPU s / step | peak RSS MB |\n|---|---|---|---|")
     for name, values in rows.items():

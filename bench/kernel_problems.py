@@ -6,8 +6,8 @@ to PASS with full plan credit, or a corruption keeps what it should lose.
     OMP_NUM_THREADS=1 python bench/kernel_problems.py                # all 1170 references + corruptions of every 10th
     OMP_NUM_THREADS=1 python bench/kernel_problems.py --every 1      # corruptions of every problem too (slow)
 
-Expected outcomes: a code corruption scores correct 0 (plan still 1), a plan-only one plan 0 with the code
-still PASSing, one in both loses both.
+Expected outcomes: a code corruption scores correct 0 and plan 0 (the plan is paid to a PASS only), a plan-only
+one plan 0 with the code still PASSing, one in both loses both.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
 from rlx.data.kernels.ops import BINARY, ROWS, UNARY
-from rlx.data.kernels.task import CODE_ONLY, CORRUPTIONS, PLAN_ONLY
+from rlx.data.kernels.task import CORRUPTIONS, PLAN_ONLY
 from rlx.rewards.base import Status
 from rlx.rewards.triton.reward import TritonReward
 
@@ -33,11 +33,9 @@ def expected(kind: str, verdict) -> bool:
     plan, correct = verdict.components.get("plan"), verdict.components.get("correct", 0.0)
     if kind == "reference":
         return verdict.status == Status.PASS and plan == 1.0
-    if kind in CODE_ONLY:
-        return verdict.status != Status.PASS and correct == 0.0 and plan == 1.0
     if kind in PLAN_ONLY:
         return verdict.status == Status.PASS and plan == 0.0
-    return verdict.status != Status.PASS and correct == 0.0 and plan == 0.0
+    return verdict.status != Status.PASS and correct == 0.0 and plan == 0.0  # code-only too: no PASS, no plan
 
 
 def main() -> int:

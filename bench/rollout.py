@@ -58,6 +58,12 @@ def main() -> None:
     task = ArithmeticTask(
         10, 99, 500, 1234, 0.7, args.new_tokens, warm_start_min_match=0.7, warm_start_plateau_loss=0.6
     )
+    # identical work includes the precision: both arms sample from this one float32 model, outside any autocast
+    dtype = next(model.parameters()).dtype
+    if dtype != torch.float32 or torch.is_autocast_enabled("cpu"):
+        raise SystemExit(
+            f"the arms must run at rlx's float32 (model {dtype}, cpu autocast {torch.is_autocast_enabled('cpu')})"
+        )
     params = parameters(path)
     rate = matmul_gflops()
     bound = rate * 1e9 / (2 * params)
@@ -71,8 +77,8 @@ def main() -> None:
         engines["vLLM"] = VLLMEngine(True, None, None, True, 2, 0.3, False)
     print(
         f"Rollout throughput, {args.size} model ({params / 1e6:.1f}M matmul parameters), {args.new_tokens} new "
-        f"tokens, G = {args.group}, {torch.get_num_threads()} threads; matmul {rate:.0f} GFLOP/s -> FLOP bound "
-        f"{bound:,.0f} tok/s; median of {args.repeats}"
+        f"tokens, G = {args.group}, {torch.get_num_threads()} threads, float32 (both arms); matmul {rate:.0f} GFLOP/s "
+        f"-> FLOP bound {bound:,.0f} tok/s; median of {args.repeats}"
     )
     names = list(engines)
     print(

@@ -1,27 +1,30 @@
 """Verdicts per second of the unit-test sandbox on trivial programs, against a plain baseline.
 
 Baseline: one fresh `python -c` subprocess per sample (stdin closed, wall timeout, exit code and stdout
-read back), `workers` at a time: what a harness without a pre-started server does, with *no* isolation.
-rlx: UnitTestsReward with the same number of workers (fork from a pre-started server, PID/net/mount
-namespaces, own uid, rlimits, private tmpfs, audit tripwire, verdict decided outside). Both run in this
-process, on the same samples, back to back. Usage: python bench/sandbox_throughput.py [samples] [workers]
+read back), `workers` at a time: what a harness without a pre-started process does, with *no* isolation.
+rlx: reward=unit_tests with the same number of workers (docs/sandbox.md: a jail per worker with user, mount, PID,
+network, IPC and UTS namespaces and an allow-listed read-only root; one candidate process forked per sample with
+its own mount and IPC namespaces, fresh tmpfs, rlimits, no capability, seccomp; the tests' calls go in, values
+come out, the comparison is made here). Both run in this process, on the same samples, back to back; the load
+average before and after is printed (the machine is shared). Usage: python bench/sandbox_throughput.py
+[samples] [workers]
 """
 
 from __future__ import annotations
 
 import concurrent.futures as futures
+import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
+from hydra.utils import instantiate
 from omegaconf import OmegaConf
-
-from rlx.cli.configs import config_dirs
-from rlx.rewards.unit_tests import UnitTestsReward
 
 PROGRAM = "def add(a, b):\n    return a + b\n"
 ROW = {"tests": ["assert add(1, 2) == 3", "assert add(2, 2) == 4"]}
-LIMITS = dict(wall_s=3.0, cpu_s=2, memory_mb=256, nproc=32, fsize_mb=1, disk_mb=16, record_cap_kb=256)
+LIMITS = dict(wall_s=3.0, cpu_s=2, memory_mb=256, disk_mb=16, output_kb=256, fsize_mb=1)
 
 
 def baseline_one(_: int) -> bool:
@@ -30,30 +33,46 @@ def baseline_one(_: int) -> bool:
     return done.returncode == 0 and done.stdout.strip() == b"True"
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process and of its reaped descendants (the jails' are counted once they are closed)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def main(samples: int, workers: int) -> None:
-    start = time.perf_counter()
+    load_before = os.getloadavg()[0]
+    start, cpu = time.perf_counter(), cpu_seconds()
     with futures.ThreadPoolExecutor(workers) as pool:
         baseline_ok = sum(pool.map(baseline_one, range(samples)))
     baseline = samples / (time.perf_counter() - start)
+    baseline_cpu = (cpu_seconds() - cpu) / samples
 
-    preload = list(OmegaConf.load(config_dirs()[0] / "reward" / "unit_tests.yaml").preload)  # reward=unit_tests'
-    reward = UnitTestsReward(
-        workers=workers, scoring="fraction", limits=LIMITS, hide=[], base_uid=63000, preload=preload
-    )
+    cpu = cpu_seconds()
+    node = OmegaConf.load(Path(__file__).resolve().parents[1] / "conf" / "reward" / "unit_tests.yaml")
+    node.pop("defaults")  # reward=unit_tests as configured, with this bench's workers, limits and uids
+    reward = instantiate(OmegaConf.merge(node, {"workers": workers, "limits": LIMITS, "base_uid": 63000}))
     try:
-        reward([PROGRAM] * workers, [ROW] * workers)  # start the servers outside the timing
+        reward([PROGRAM] * workers, [ROW] * workers)  # the jails are up before the timing starts
         start = time.perf_counter()
         verdicts = reward([PROGRAM] * samples, [ROW] * samples)
         sandbox = samples / (time.perf_counter() - start)
     finally:
         reward.close()
+    sandbox_cpu = (cpu_seconds() - cpu) / samples  # includes starting the jails (once per worker)
     sandbox_ok = sum(v.status.value == "PASS" for v in verdicts)
 
-    print(f"{samples} trivial programs, {workers} workers")
-    print(f"{'method':<44} {'verdicts/s':>10} {'correct':>8}")
-    print(f"{'subprocess per sample (python -c, no isolation)':<44} {baseline:>10.1f} {baseline_ok:>8}")
-    print(f"{'rlx sandbox (fork server + namespaces)':<44} {sandbox:>10.1f} {sandbox_ok:>8}")
-    print(f"ratio rlx / baseline: {sandbox / baseline:.2f}x")
+    print(f"{samples} trivial programs, {workers} workers, uid {os.getuid()}, {os.cpu_count()} CPUs")
+    print(f"load average (1 min): {load_before:.1f} before, {os.getloadavg()[0]:.1f} after")
+    print(f"{'method':<52} {'verdicts/s':>10} {'CPU ms/verdict':>14} {'correct':>8}")
+    rows = [
+        ("subprocess per sample (python -c, no isolation)", baseline, baseline_cpu, baseline_ok),
+        ("rlx sandbox (jail per worker, process per sample)", sandbox, sandbox_cpu, sandbox_ok),
+    ]
+    for name, rate, cpu_per, ok in rows:
+        print(f"{name:<52} {rate:>10.1f} {cpu_per * 1e3:>14.2f} {ok:>8}")
+    print(
+        f"rlx / baseline: {sandbox / baseline:.2f}x verdicts/s, {baseline_cpu / sandbox_cpu:.2f}x less CPU per verdict"
+    )
 
 
 if __name__ == "__main__":

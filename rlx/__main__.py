@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import sys
@@ -9,7 +10,8 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from rlx.cli import configs
+from rlx.cli import configs, implied
+from rlx.cli.hydra_callbacks import FailedJob, RunDirBusy
 from rlx.errors import explain
 
 log = logging.getLogger("rlx")
@@ -19,15 +21,30 @@ log = logging.getLogger("rlx")
     version_base="1.3", config_path=None, config_name="config"
 )  # configs come from rlx:// (see rlx.cli.configs)
 def run(cfg: DictConfig) -> float | None:
-    from rlx.cli.preflight import check_config
+    from rlx.cli import status
+    from rlx.cli.preflight import build_inputs, check_config
 
-    check_config(cfg)  # unset values, the step budget, a sweep started as one run: before any heavy import
-    from rlx.cli.logs import quiet_third_party
-    from rlx.train import train  # heavy imports after Hydra has parsed the command line
+    status.stop_on_signals()  # SIGTERM/SIGINT: status.json says stopped, whatever the phase
+    try:
+        check_config(cfg)  # unset values, the step budget, a sweep started as one run: before any heavy import
+        implied.announce(cfg)  # what a choice brought or set for another group (reward=triton: data=kernels, ...)
+        status.enter("checks")
+        inputs = build_inputs(cfg)  # data files, reward/data pairing, group size: before Lightning and transformers
+        log.info("%s: %d RL steps, run directory %s", run_description(), cfg.trainer.max_steps, cfg.run_dir)
+        status.enter("imports")
+        from rlx.cli.logs import quiet_third_party
+        from rlx.cli.ticker import heartbeat
 
-    quiet_third_party()
-    log.info("%s: %d RL steps, run directory %s", run_description(), cfg.trainer.max_steps, cfg.run_dir)
-    summary = train(cfg)  # an error propagates: Hydra records the job as failed (status.json), main() reports it
+        with heartbeat("loading torch, Lightning and transformers"):
+            from rlx.train import train  # heavy imports after Hydra has parsed the command line and the checks
+
+        quiet_third_party()
+        summary = train(cfg, inputs)  # an error propagates: Hydra records the job as failed, main() reports it
+    except SystemExit as stop:  # a signal (rlx.cli.status.Stopped, or the checkpoint callback's Interrupted)
+        status.write_stopped(cfg.run_dir, stop.code)
+        if isinstance(stop, status.Stopped):
+            status.exit_now(stop.code)  # the phase has unwound; skip the interpreter's slow teardown
+        raise
     before, after = summary["before"] or {}, summary["after"]
     print(
         f"\nheld-out accuracy: {before.get('val/accuracy', float('nan')):.3f} -> {after['val/accuracy']:.3f} "
@@ -47,13 +64,24 @@ def run_description() -> str:
     return " ".join(f"{g}={choices[g]}" for g in ("algo", "reward", "data", "model") if choices.get(g))
 
 
+def hydra_arguments(argv: list[str]) -> argparse.Namespace:
+    """The parts of Hydra's command line a did-you-mean needs (its overrides, --config-dir, --config-name);
+    Hydra's other flags (-m, --cfg ...) are passed over."""
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("overrides", nargs="*")
+    parser.add_argument("--config-dir", "-cd")
+    parser.add_argument("--config-name", "-cn")
+    parser.add_argument("--config-path", "-cp")
+    args, _ = parser.parse_known_args(argv)
+    return args
+
+
 def compose_without(key: str):
     """The config this command line composes without its override of `key` (for a did-you-mean), or None."""
     from hydra import compose, initialize, initialize_config_dir
-    from hydra._internal.utils import get_args_parser
     from hydra.core.global_hydra import GlobalHydra
 
-    args, _ = get_args_parser().parse_known_args(sys.argv[1:])
+    args = hydra_arguments(sys.argv[1:])
     bare = key.lstrip("+~")
     rest = [o for o in args.overrides if o.split("=", 1)[0].lstrip("+~") != bare and "," not in o]
     GlobalHydra.instance().clear()
@@ -68,36 +96,16 @@ def compose_without(key: str):
         return None
 
 
-class FailedJob:
-    """Hydra writes "Error executing job with overrides: [...]" to stderr before re-raising a failed job's error
-    (JobReturn.return_value); rlx reports the error itself, once, naming the job's overrides in a sweep."""
-
-    in_sweep: str | None = None  # the failed job's overrides, when it was a job of a multirun
-
-    @classmethod
-    def install(cls) -> None:
-        from hydra.core.utils import JobReturn, JobStatus
-        from hydra.types import RunMode
-        from omegaconf import OmegaConf
-
-        def return_value(job: JobReturn):
-            if job.status == JobStatus.COMPLETED:
-                return job._return_value
-            if OmegaConf.select(job.hydra_cfg or {}, "hydra.mode", default=None) == RunMode.MULTIRUN:
-                cls.in_sweep = " ".join(job.overrides or [])
-            raise job._return_value
-
-        JobReturn.return_value = property(return_value, JobReturn.return_value.fset)
-
-
 def main() -> None:
     """Hydra parses and composes; every bad input ends in one `rlx: error: ...` line and exit status 1."""
     debug = os.environ.get("RLX_DEBUG", "0") not in ("", "0") or os.environ.get("HYDRA_FULL_ERROR") == "1"
     configs.register()
-    FailedJob.install()
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises instead of printing its own report (rlx prints one)
     try:
         run()
+    except RunDirBusy as busy:  # before Hydra wrote anything into the directory another process holds
+        print(f"rlx: error: {busy.message}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
     except Exception as err:
         message = None if debug else explain(err, compose=compose_without)
         if message is None:
@@ -107,6 +115,8 @@ def main() -> None:
         sys.stdout.flush()
         print(f"rlx: error: {message}", file=sys.stderr, flush=True)
         raise SystemExit(1) from None
+    finally:
+        FailedJob.restore_stderr()
 
 
 if __name__ == "__main__":

@@ -91,3 +91,6 @@ def check_algorithm(algo, advantage, has_critic: bool) -> None:
 
 def check_task(task, reward) -> None:
     task.check_fields(tuple(getattr(reward, "required_fields", ())))
+    row_problem = getattr(reward, "row_problem", None)  # e.g. reward=unit_tests: do the row's tests parse?
+    if row_problem is not None:
+        task.check_rows(row_problem, drop=getattr(reward, "invalid_rows", "stop") == "drop")

@@ -82,7 +82,7 @@ def _missing_option(err) -> str:
     """`algo=grpoo`: Hydra lists the options; say which one was probably meant."""
     path = err.missing_cfg_file or ""
     group, _, name = path.rpartition("/")
-    options = list(err.options or [])
+    options = [o for o in err.options or [] if not o.split("/")[-1].startswith("_")]  # `_base`: a shared base
     if not group or not options:  # the primary config itself, or a file named in a defaults list
         return _first_paragraph(str(err))
     guess = did_you_mean(name, options)

@@ -31,6 +31,8 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from rlx.algos.advantages import GroupNorm
+
 log = logging.getLogger(__name__)
 INERT_FILE = "inert.json"
 
@@ -74,18 +76,81 @@ def warm_started(model) -> bool:
 
 
 # ------------------------------------------------------------------------------------------------ rules
-@rule("algo.epsilon", "algo.epsilon_high", "policy_loss.epsilon", "policy_loss.epsilon_high", "policy_loss.clip_c")
+@rule("algo.epsilon", "algo.epsilon_high", "policy_loss.*")
 def _clip_range(p: Parts) -> str | None:
     if not p.algo.policy_loss.uses_old_logp:
         return (
             f"the policy loss {type(p.algo.policy_loss).__name__} has no importance ratio, so no clip range "
-            "applies (choose a ratio loss: policy_loss=clip, dual_clip, gspo or cispo)"
+            "applies (choose a ratio loss: policy_loss=clip, dual_clip, gspo, cispo, sapo, gmpo, dppo_tv, ...)"
         )
-    if p.algo.updates_per_batch == 1:
+    if p.algo.updates_per_batch == 1:  # at ρ = 1 every ratio shape's gradient is REINFORCE's (rlx.algos.ratio_shapes)
         return (
             "one optimiser step per rollout batch (algo.update_epochs × algo.minibatches = 1): the ratio "
-            "π_θ/π_old is exactly 1, so the clip never acts. Raise algo.update_epochs or algo.minibatches"
+            "π_θ/π_old is exactly 1, so the clip (or the ratio's shape) never acts. Raise algo.update_epochs or "
+            "algo.minibatches"
         )
+    return None
+
+
+@rule("algo.epsilon", "algo.epsilon_high")
+def _epsilon_unread(p: Parts) -> str | None:
+    if p.algo.policy_loss.uses_old_logp and not p.algo.policy_loss.reads_epsilon:
+        return (
+            f"the policy loss {type(p.algo.policy_loss).__name__} does not read algo.epsilon (its own keys set "
+            "its shape: see conf/policy_loss/)"
+        )
+    return None
+
+
+@rule("kl.importance_weighted")
+def _kl_weight_is_one(p: Parts) -> str | None:
+    if p.algo.kl.estimator is not None and p.algo.beta > 0:
+        if p.algo.kl.in_reward:
+            return "kl.placement=reward measures the KL at the sampling policy itself, where the weight π_θ/π_old is 1"
+        if p.algo.updates_per_batch == 1:
+            return "one optimiser step per rollout batch: π_θ = π_old at the only update, so the weight is 1"
+    return None
+
+
+@rule("token_select.coef")
+def _kl_cov_at_ratio_one(p: Parts) -> str | None:
+    if p.algo.updates_per_batch == 1:
+        return (
+            "one optimiser step per rollout batch: |log ρ| = 0 with zero gradient at ρ = 1, so the KL-Cov penalty "
+            "never acts. Raise algo.update_epochs or algo.minibatches"
+        )
+    return None
+
+
+@rule("token_select.fraction")
+def _fraction_below_one_token(p: Parts) -> str | None:
+    tokens = p.algo.prompts_per_step * p.algo.group_size * p.task.max_new_tokens // p.algo.minibatches
+    if p.algo.token_select.fraction * tokens < 1:
+        return (
+            f"a minibatch has at most {tokens} completion tokens here, so ⌊fraction·n⌋ < 1 and the selection takes "
+            f"its floor of 1 token whatever the fraction. Raise token_select.fraction above 1/{tokens}"
+        )
+    return None
+
+
+@rule("algo.ref_sync_steps", "algo.ref_sync_alpha")
+def _no_reference_to_refresh(p: Parts) -> str | None:
+    if not p.algo.uses_reference:
+        return "no reference model is loaded (kl=none or algo.beta=0), so there is nothing to refresh"
+    return None
+
+
+@rule("algo.ref_sync_alpha")
+def _never_refreshed(p: Parts) -> str | None:
+    if p.algo.ref_sync_steps is None:
+        return "algo.ref_sync_steps=null: the reference is never refreshed, so the mixing weight is unread"
+    return None
+
+
+@rule("advantage.eps", "advantage.std")
+def _no_std_division(p: Parts) -> str | None:
+    if isinstance(p.advantage, GroupNorm) and p.advantage.scale == "none":
+        return "advantage.scale=none divides by no std, so neither its kind nor its eps is read"
     return None
 
 

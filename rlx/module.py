@@ -48,12 +48,12 @@ from rlx.update import NonFiniteGuard, prepare, update
 
 def length_by_outcome(lengths, statuses: list[str], valid) -> dict:
     """rollout/length_pass and rollout/length_fail: mean completion length (tokens, eos included) of the
-    completions that passed and of the scored ones that did not; a side with no completion is not logged."""
+    completions that passed and of the scored ones that did not; NaN for a side with no completion (a mean of
+    nothing), so both columns exist from the first step."""
     passed = torch.tensor([s == Status.PASS.value for s in statuses], device=lengths.device)  # [N]
     out = {}
     for name, rows in (("pass", passed & valid), ("fail", ~passed & valid)):
-        if rows.any():
-            out[f"rollout/length_{name}"] = lengths[rows].float().mean()
+        out[f"rollout/length_{name}"] = lengths[rows].float().mean() if rows.any() else torch.tensor(float("nan"))
     return out
 
 
@@ -115,6 +115,11 @@ class RLModule(LightningModule):
         self.policy = policy
         self.critic = critic
         self.reference = reference  # a plain holder, not a submodule: in no state dict, moved in on_fit_start
+        if algo.ref_sync_steps is not None and reference is not None and not reference.refreshable:
+            raise ConfigError(
+                f"algo.ref_sync_steps={algo.ref_sync_steps}: this reference (peft=lora: the base model with its "
+                "adapters off) has no copy of its own to refresh. Set algo.ref_sync_steps=null, or peft=none"
+            )
         self.tokenizer, self.task, self.reward = tokenizer, task, reward
         self.advantage, self.algo, self.sampler = advantage, algo, sampler
         self.advantage.bind(tokenizer)
@@ -200,6 +205,9 @@ class RLModule(LightningModule):
         start = time.perf_counter()
         losses = self.update(batch)
         losses["time/update"] = time.perf_counter() - start  # every optimiser step of the RL step
+        sync = self.algo.ref_sync_steps
+        if sync is not None and self.reference is not None and (step + 1) % sync == 0:
+            self.reference.refresh(self.policy, self.algo.ref_sync_alpha)  # TR-DPO / TRL sync_ref_model
         losses = mean_over_ranks(world, {**prepared, **losses})  # sums of global-weighted parts
         whole = shard.whole(batch)  # every rank's rows: the step's metrics as one process computes them
         self.log_step(whole, stats, losses, step)
@@ -283,7 +291,8 @@ class RLModule(LightningModule):
             "train/skipped_updates": float(self.guard.skipped),
             "train/trained_frac": batch.sample_mask.float().mean(),
             **{f"reward/{k}": v[valid].float().mean() for k, v in batch.components.items() if valid.any()},
-            **{f"reward/status_{s.lower()}": sum(1 for x in batch.statuses if x == s) / n for s in set(batch.statuses)},
+            # every status, 0 when absent: metrics.csv's columns do not come and go
+            **{f"reward/status_{s.value.lower()}": sum(1 for x in batch.statuses if x == s.value) / n for s in Status},
             **self.sampler.metrics(),
             **losses,
             **length_by_outcome(mask.sum(-1), batch.statuses, valid),
@@ -303,7 +312,8 @@ class RLModule(LightningModule):
         if self.samples_path is None or step % self.samples_every or not World.current().is_zero:
             return
         rows = self.task.train
-        fields = tuple(getattr(self.reward, "required_fields", ()))
+        # a reward whose row fields hold expected values the policy must never see (unit tests) lists the safe ones
+        fields = tuple(getattr(self.reward, "sample_fields", getattr(self.reward, "required_fields", ())))
         prompts = [int(p) for p in batch.prompt_index]
         rank: list[int] = []  # rank[i]: how many earlier completions share completion i's prompt
         seen: dict[int, int] = {}
@@ -378,6 +388,8 @@ class RLModule(LightningModule):
             "before": self.before_metrics,
             "guard": {"skipped": self.guard.skipped, "in_row": dict(self.guard.in_row)},  # non-finite updates
         }
+        if self.algo.ref_sync_steps is not None and self.reference is not None:  # no longer the starting policy
+            checkpoint["rlx"]["reference"] = self.reference.model.state_dict()
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         state = checkpoint["rlx"]
@@ -386,3 +398,5 @@ class RLModule(LightningModule):
         self.before_metrics = state["before"]
         self.guard.skipped = state["guard"]["skipped"]
         self.guard.in_row.update(state["guard"]["in_row"])
+        if "reference" in state and self.reference is not None:
+            self.reference.model.load_state_dict(state["reference"])

@@ -1,7 +1,14 @@
-"""Score one completion: `python -m rlx.score reward=<name> task=<task.json> completion=<file> [reward.k=v ...]`.
+"""Score completions with a training reward, as training scores them.
 
-Prints one JSON verdict (reward, status, components, per-check details). The task JSON has the same fields as
-a row of that reward's dataset (math: `answer`; unit_tests: `tests` (+ `entry_point`); triton: `source`).
+One: `python -m rlx.score reward=<name> task=<task.json> completion=<file> [reward.k=v ...]` prints one JSON
+verdict (reward, status, components, per-check details). The task JSON has the same fields as a row of that
+reward's dataset (math: `answer`; unit_tests: `tests`, or `test` + `entry_point`; triton: `source`).
+
+A file of them (the offline evaluator): `python -m rlx.score reward=<name> tasks=T.jsonl completions=C.jsonl
+out=V.jsonl` scores every completion row `{task_id, completion, ...}` against the task row with that `task_id`
+(T may be gzipped: HumanEval.jsonl.gz as published), in parallel in the reward's sandbox, and writes one verdict
+row per completion: its own fields plus `reward`, `status`, `passed`/`n_tests`, `first_failure` (the test, the
+value got and the value expected) and `reason`. It prints pass@1 and the unbiased pass@k (rlx.passk).
 The reward is composed by Hydra from rlx's config exactly as `python -m rlx reward=<name> reward.k=v` composes
 it (defaults lists, interpolations and all), then built from its `_target_` as training builds it.
 """
@@ -17,7 +24,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rlx.rewards.base import Reward
 
-USAGE = "usage: python -m rlx.score reward=<name> task=<task.json> completion=<file> [reward.key=value ...]"
+USAGE = (
+    "usage: python -m rlx.score reward=<name> task=<task.json> completion=<file> [reward.key=value ...]\n"
+    "   or: python -m rlx.score reward=<name> tasks=<T.jsonl> completions=<C.jsonl> out=<V.jsonl> [reward.k=v ...]"
+)
+ONE, BATCH = ("reward", "task", "completion"), ("reward", "tasks", "completions", "out")
 
 
 def parse_args(argv: list[str]) -> tuple[dict, list[str]]:
@@ -30,13 +41,17 @@ def parse_args(argv: list[str]) -> tuple[dict, list[str]]:
             raise ConfigError(f"argument {arg!r} is not key=value. {USAGE}")
         if key.lstrip("+~").startswith("reward."):
             overrides.append(arg)
-        elif key in ("reward", "task", "completion"):
+        elif key in ONE + BATCH:
             args[key] = value
         else:
-            guess = did_you_mean(key, ("reward", "task", "completion"))
+            guess = did_you_mean(key, ONE + BATCH)
             hint = f"did you mean {guess}=...? " if guess else ""
             raise ConfigError(f"unknown argument {key!r}: {hint}{USAGE}")
-    missing = [k for k in ("reward", "task", "completion") if k not in args]
+    wanted = BATCH if any(k in args for k in BATCH[1:]) else ONE
+    extra = [k for k in args if k not in wanted]
+    if extra:
+        raise ConfigError(f"{', '.join(extra)} cannot be combined with {', '.join(wanted[1:])}. {USAGE}")
+    missing = [k for k in wanted if k not in args]
     if missing:
         raise ConfigError(f"missing {', '.join(f'{k}=...' for k in missing)}. {USAGE}")
     return args, overrides
@@ -63,6 +78,8 @@ def build_reward(name: str, overrides: list[str]) -> Reward:
 
     cfg = compose_config([f"reward={name}", *overrides])
     reward = build_node(cfg, "reward")
+    if hasattr(reward, "show_expected"):  # the user's own evaluation: a failure names the value expected
+        reward.show_expected = True
     if hasattr(reward, "bind"):  # reward=math's strict=null: the composed task decides, as in training
         reward.bind(get_class(cfg.data._target_))
     return reward
@@ -88,6 +105,14 @@ def main(argv: list[str]) -> dict:
     from rlx.errors import ConfigError
 
     args, overrides = parse_args(argv)
+    if "tasks" in args:
+        from rlx.score_batch import score_files
+
+        batch = build_reward(args["reward"], overrides)
+        try:
+            return score_files(args, batch)
+        finally:
+            getattr(batch, "close", lambda: None)()
     row, completion = load_inputs(args)
     reward = build_reward(args["reward"], overrides)
     try:
@@ -120,6 +145,9 @@ def cli() -> None:
 
     try:
         verdict = main(argv)
+        if "summary" in verdict:
+            print(verdict["summary"])
+            return
     except Exception as err:
         message = None if debug else explain(err, compose=compose_without)
         if message is None:

@@ -9,35 +9,30 @@ import time
 from pathlib import Path
 
 import lightning.pytorch as pl
-import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rlx.callbacks.resume import Resume
-from rlx.checks import build_node, check_algorithm, check_task
-from rlx.cli.preflight import bundled_task_hint
+from rlx.checks import build_node
+from rlx.cli import status
+from rlx.cli.preflight import Inputs, build_inputs
 from rlx.distributed import World, env_is_rank_zero, quiet_other_ranks, replicas
 from rlx.distributed.checks import check_config, check_trainer
 from rlx.errors import ConfigError
 from rlx.inert import warn_inert
 from rlx.models.adapters import check_strategy
 from rlx.module import RLModule
+from rlx.peak_memory import peak_rss_mb, reset_peak_memory
 from rlx.report.run import finish_run
 
 log = logging.getLogger(__name__)
 
 
-def build(cfg: DictConfig) -> tuple[RLModule, pl.Trainer]:
-    """Everything a run needs, checked before the (possibly slow) model load."""
+def build(cfg: DictConfig, inputs: Inputs | None = None) -> tuple[RLModule, pl.Trainer]:
+    """Everything a run needs, checked before the (possibly slow) model load. `inputs`: the data, reward and
+    algorithm already built and checked (rlx.cli.preflight.build_inputs, before the heavy imports)."""
     pl.seed_everything(cfg.seed, workers=True)
-    algo = build_node(cfg, "algo")
-    advantage = build_node(cfg, "advantage")
-    check_algorithm(algo, advantage, has_critic=algo.critic is not None)
-    task = build_node(cfg, "data")
-    reward = build_node(cfg, "reward")
-    with bundled_task_hint():  # rows without the reward's fields: name the reward's own task as the fix
-        check_task(task, reward)
-    if hasattr(reward, "bind"):  # a reward whose defaults depend on the task (reward=math's strict=null)
-        reward.bind(task)
+    inputs = inputs or build_inputs(cfg)
+    algo, advantage, task, reward = inputs.algo, inputs.advantage, inputs.task, inputs.reward
     check_config(cfg, algo, advantage, task)  # several processes: what they need from the config (rlx.distributed)
     sampler = build_node(cfg, "curriculum")
     sampler.bind(
@@ -93,28 +88,33 @@ def final_validation(trainer: pl.Trainer, module: RLModule) -> dict:
     return validate(trainer, module)
 
 
-def train(cfg: DictConfig) -> dict:
+def train(cfg: DictConfig, inputs: Inputs | None = None) -> dict:
     start = time.perf_counter()
     quiet_other_ranks()  # several processes: rank 0 alone prints (rlx.distributed)
     reset_peak_memory()  # a multirun runs its jobs in one process: each summary reports its own peak
     run_dir = Path(cfg.run_dir)
     resume = Resume.prepare(cfg)  # ckpt_path checked (exists, readable, same config) before anything loads
-    module, trainer = build(cfg)
+    status.enter("building")
+    module, trainer = build(cfg, inputs)
     resume.attach(trainer, start)
     if env_is_rank_zero():  # the ranks Lightning starts run this too, before the process group exists
         OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
     if resume.path is None:
+        status.enter("evaluation before RL")
         module.before_metrics = validate(trainer, module)
         log.info("before RL: %s", module.before_metrics)
+    status.enter("RL")
     trainer.fit(module, ckpt_path=resume.path)
     resume.raise_if_stopped(trainer)
     # the last step's training metrics, read before validation replaces what the trainer holds
     train_metrics = {
         k: round(float(v), 4)
         for k, v in trainer.callback_metrics.items()
-        if k.split("/")[0] in ("reward", "loss", "rollout", "adv", "curriculum")
+        if k.split("/")[0] in ("reward", "loss", "rollout", "adv", "curriculum") and not v.isnan()  # NaN: no data
     }
+    status.enter("evaluation after RL")
     after = final_validation(trainer, module)
+    status.enter("export")
     world = World.current()  # every rank evaluated its share; rank 0 alone writes what follows
     distributed = replicas(world, module.policy)  # world_size, and whether every rank ended with the same weights
     exported = module.peft.export(world, module.policy, module.tokenizer, run_dir)  # policy/ (+ adapter/ with LoRA)
@@ -146,23 +146,4 @@ def logger_dir(trainer: pl.Trainer) -> str | None:
     return trainer.logger.log_dir if trainer.logger else None
 
 
-def reset_peak_memory() -> None:
-    """Start this run's peak-memory count afresh (Linux: writing 5 to /proc/self/clear_refs resets the
-    high-water RSS that getrusage reports; CUDA: the allocator's peak statistics)."""
-    if torch.cuda.is_available():
-        torch.cuda.reset_peak_memory_stats()
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-    except OSError as err:
-        log.warning("could not reset the peak-RSS counter (%s): peak_rss_mb covers the whole process", err)
-
-
-def peak_rss_mb() -> float:
-    import resource
-
-    if torch.cuda.is_available():
-        return torch.cuda.max_memory_allocated() / 2**20
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-__all__ = ["ConfigError", "build", "train"]
+__all__ = ["ConfigError", "build", "peak_rss_mb", "reset_peak_memory", "train"]

@@ -23,6 +23,7 @@ import torch
 
 from rlx.algos.aggregation import token_mean
 from rlx.algos.objective import objective, per_token_rewards
+from rlx.algos.token_select import TokenSelection
 from rlx.distributed import World, average_gradients, global_weights
 from rlx.errors import RlxError
 from rlx.rollout.batch import RolloutBatch
@@ -74,8 +75,9 @@ class NonFiniteGuard:
 def needs_old_logp(algo) -> bool:
     """The sampling policy's log-probs are needed (the rollout engine's, or else a forward) unless the only
     update is on the sampling policy itself (one epoch, one minibatch: its own detached log-probs are the old
-    ones) and no KL sits in the reward."""
-    return algo.update_epochs * algo.minibatches > 1 or (algo.uses_reference and algo.kl.in_reward)
+    ones) and no KL sits in the reward, and the token selection does not read them."""
+    in_reward = algo.uses_reference and algo.kl.in_reward
+    return algo.update_epochs * algo.minibatches > 1 or in_reward or algo.token_select.reads_old_logp
 
 
 def reused_logprobs(batch: RolloutBatch, temperature: float) -> tuple[torch.Tensor, torch.Tensor] | None:
@@ -130,9 +132,11 @@ def prepare(batch: RolloutBatch, algo, advantage, policy, reference, critic) -> 
         )  # [N, T] each
     elif engine_entropy(batch, algo.temperature):  # (perf) the update's forward then skips its entropy
         entropy = batch.sampling_entropy  # [N, T]
+    if entropy is None and algo.token_select.reads_entropy:  # the minibatch's selection needs it up front
+        entropy = sequence_logprobs(policy, *args, **chunks, with_entropy=True)[1]  # [N, T]
     if entropy is not None:
         metrics["policy/entropy"] = (entropy * global_weights(World.current(), token_mean, mask)).sum()
-    kl = algo.kl(old_logp, ref_logp) if algo.uses_reference and algo.kl.in_reward else None  # [N, T]
+    kl = algo.kl(old_logp, ref_logp, old_logp) if algo.uses_reference and algo.kl.in_reward else None  # [N, T]
     token_rewards = per_token_rewards(scores, batch.response_mask, kl, algo.beta)  # [N, T]
     values = None
     if critic is not None:
@@ -150,6 +154,7 @@ def prepare(batch: RolloutBatch, algo, advantage, policy, reference, critic) -> 
         scores=scores,
         ref_logp=ref_logp,
         old_logp=old_logp,
+        entropy=entropy if algo.token_select.reads_entropy else None,
         token_rewards=token_rewards,
         values=values,
     )
@@ -194,6 +199,7 @@ def policy_step(mb: RolloutBatch, algo, policy, optimizer, backward, guard: NonF
     weights, token_weights = global_weights(world, algo.aggregate, mask), global_weights(world, token_mean, mask)
     kl = algo.kl if algo.uses_reference else None
     kl_coef = algo.beta if algo.uses_reference and not algo.kl.in_reward else 0.0
+    selection = algo.token_select(mb.entropy, mb.old_logp, advantages, mask)  # of the whole minibatch, or None
     sums: dict[str, torch.Tensor] = {}
     optimizer.zero_grad(set_to_none=True)
     for rows, ids, attention, width in micro_batches(mb, algo):
@@ -216,6 +222,7 @@ def policy_step(mb: RolloutBatch, algo, policy, optimizer, backward, guard: NonF
             algo.policy_loss,
             kl,
             kl_coef,
+            TokenSelection(selection.keep[cut], selection.penalty[cut]) if selection is not None else None,
             correction,  # [m, T'] π_old / μ based (rlx.algos.correction); PPO's ratio stays π_θ / π_old
         )
         backward(loss)

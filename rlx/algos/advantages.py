@@ -73,6 +73,23 @@ def group_norm_advantage(
     return torch.where(valid, (scores - mean) / (std + eps), torch.zeros_like(scores))  # [N]
 
 
+def leave_one_out_baseline(scores: Tensor, group_index: Tensor, valid: Tensor) -> Tensor:
+    """b_i = the mean of the *other* valid samples of i's group, (Σ_group r − r_i)/(n − 1) (RLOO, Ahmadian et al.
+    2024, arXiv 2402.14740; NeMo-RL's GRPO default `leave_one_out_baseline`). A group of one gets b = r (A = 0)."""
+    count, mean, _ = group_statistics(scores, group_index, valid, False)  # [N] each
+    others = (count * mean - scores) / (count - 1).clamp(min=1)  # [N]
+    return torch.where(count > 1, others, scores)  # [N]
+
+
+def scaled_advantage(scores: Tensor, baseline: Tensor, spread: Tensor | None, valid: Tensor, eps: float) -> Tensor:
+    """A_i = (r_i − b_i) / (s_i + eps), or r_i − b_i without a spread (Dr. GRPO's no-std); INFRA samples get 0.
+    With b the group mean and s its std this is group_norm_advantage; b leave-one-out and no s is RLOO up to the
+    factor (n − 1)/n."""
+    centred = scores - baseline  # [N]
+    adv = centred / (spread + eps) if spread is not None else centred  # [N]
+    return torch.where(valid, adv, torch.zeros_like(scores))  # [N]
+
+
 def component_norm_advantage(
     components: Tensor, weights: Tensor, group_index: Tensor, valid: Tensor, eps: float, unbiased: bool
 ) -> Tensor:
@@ -154,29 +171,37 @@ class Estimator:
         pass
 
 
+SCALES = ("group", "batch", "none")  # advantage.scale: the std of the group, of the whole batch, or no division
+BASELINES = ("mean", "leave_one_out")  # advantage.baseline: the group's mean, or the mean of the others
+
+
 class GroupNorm(Estimator):
-    """advantage=group_norm (GRPO, DAPO): `std` population|unbiased, `scale` group|batch (TRL's
-    scale_rewards)."""
+    """advantage=group_norm (GRPO, DAPO): A = (r − b)/(s + eps) with `baseline` mean|leave_one_out (NeMo-RL's
+    GRPO default), `scale` group|batch|none (TRL's scale_rewards: "group", "batch", "none") and `std`
+    population|unbiased. Every peer's group-relative advantage is one choice of these three: see
+    docs/loss_shapes.md (scale=none, baseline=mean is Dr. GRPO's group_mean; baseline=leave_one_out is RLOO's
+    up to the factor (n − 1)/n)."""
 
     min_group_size = 2
 
-    def __init__(self, eps: float, std: str, scale: str) -> None:
-        if scale not in ("group", "batch"):
+    def __init__(self, eps: float, std: str, scale: str, baseline: str) -> None:
+        if scale not in SCALES:
             raise ValueError(
-                f"advantage.scale must be 'group' or 'batch' (got {scale!r}); 'batch' divides by the "
-                "std of the whole batch (TRL's scale_rewards='batch')"
+                f"advantage.scale must be one of {SCALES} (got {scale!r}); 'batch' divides by the std of the whole "
+                "batch (TRL's scale_rewards='batch'), 'none' by nothing (Dr. GRPO)"
             )
-        self.eps, self.unbiased, self.batch_scale = eps, unbiased_std(std), scale == "batch"
+        if baseline not in BASELINES:
+            raise ValueError(
+                f"advantage.baseline must be one of {BASELINES} (got {baseline!r}); leave_one_out is NeMo-RL's"
+            )
+        self.eps, self.unbiased, self.scale, self.baseline = eps, unbiased_std(std), scale, baseline
 
     def __call__(self, batch) -> tuple[Tensor, None]:
-        adv = group_norm_advantage(
-            batch.returns_per_sequence(),
-            batch.group_index,
-            batch.sample_mask,
-            self.eps,
-            self.unbiased,
-            self.batch_scale,
-        )  # [N]
+        scores, group, valid = batch.returns_per_sequence(), batch.group_index, batch.sample_mask  # [N] each
+        _, mean, std = group_statistics(scores, group, valid, self.unbiased)  # [N] each
+        baseline = leave_one_out_baseline(scores, group, valid) if self.baseline == "leave_one_out" else mean
+        spread = {"group": std, "batch": batch_std(scores, valid, self.unbiased).expand_as(scores), "none": None}
+        adv = scaled_advantage(scores, baseline, spread[self.scale], valid, self.eps)  # [N]
         return broadcast_to_tokens(adv, batch.response_mask), None
 
 

@@ -112,6 +112,7 @@ class ClippedRatio:
     """policy_loss=clip (PPO, GRPO, Dr. GRPO, DAPO)."""
 
     uses_old_logp = True
+    reads_epsilon = True  # algo.epsilon / epsilon_high reach it (rlx.inert: a loss without them says so)
 
     def __init__(self, epsilon: float, epsilon_high: float) -> None:
         check_epsilons(epsilon, epsilon_high)
@@ -146,6 +147,7 @@ class ClippedWeight:
     paper's setting)."""
 
     uses_old_logp = True
+    reads_epsilon = True
 
     def __init__(self, epsilon: float, epsilon_high: float) -> None:
         check_epsilons(epsilon, epsilon_high)
@@ -159,6 +161,7 @@ class PolicyGradient:
     """policy_loss=reinforce: no ratio and no clip, so it is meant for one update per batch."""
 
     uses_old_logp = False
+    reads_epsilon = False
 
     def __call__(self, logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Tensor) -> PolicyLoss:
         never = torch.zeros_like(logp, dtype=torch.bool)  # [N, T]

@@ -11,6 +11,7 @@ import torch
 from torch import Tensor
 
 from rlx.algos.losses import PolicyLoss
+from rlx.algos.token_select import TokenSelection
 
 
 def per_token_rewards(scores: Tensor, response_mask: Tensor, kl: Tensor | None, beta: float) -> Tensor:
@@ -42,8 +43,9 @@ def objective(
     weights: Tensor,
     token_weights: Tensor,
     policy_loss: Callable[..., PolicyLoss],
-    kl: Callable[[Tensor, Tensor], Tensor] | None,
+    kl: Callable[[Tensor, Tensor, Tensor], Tensor] | None,
     kl_coef: float,
+    selection: TokenSelection | None = None,
     correction: Tensor | None = None,
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """The loss minimised by every preset, and its metrics:
@@ -63,23 +65,29 @@ def objective(
         logp: [N, T] log π_θ (with gradient); old_logp: [N, T] the sampling policy's; ref_logp: [N, T] or None.
         advantages, mask: [N, T] (mask: 1 on trained completion tokens).
         weights: [N, T] aggregation weights; token_weights: [N, T] mask / (the minibatch's token count).
+        selection: this slice's rows of the minibatch's token selection (token_select): ℓ_t ← keep_t·ℓ_t +
+            penalty_t·|log ρ_t|; None: every token as it is. Adds loss/kept_frac (the share of tokens kept).
         correction: [N, T] the rollout correction's weight c on ℓ (rlx.algos.correction: built from π_old and
             the sampler's μ, detached), or None (c = 1). Masked tokens (c = 0) still count in the aggregation's
             normaliser, as in the formulas of TIS, MIS and DeepSeek-V3.2.
     Returns: loss (a scalar contribution), metrics (scalar contributions, detached):
         loss/policy, loss/kl (when ref_logp is given), loss/clipfrac (= low + high), loss/clipfrac_low,
-        loss/clipfrac_high, loss/approx_kl_k1 = mean(log π_old − log π_θ), loss/approx_kl_k3 =
-        mean(ρ − 1 − log ρ) (both estimate KL(π_old ‖ π_θ), token means; loss/approx_kl is k3, as in cleanrl);
-        with a correction, loss/correction_weight_mean (token mean of c) and loss/correction_masked_frac (c = 0).
+        loss/clipfrac_high, loss/approx_kl_k1 = mean(log π_old − log π_θ), loss/approx_kl = mean(ρ − 1 − log ρ)
+        (k3, as cleanrl's approx_kl; both estimate KL(π_old ‖ π_θ), token means); with a correction,
+        loss/correction_weight_mean (token mean of c) and loss/correction_masked_frac (c = 0).
     """
     out = policy_loss(logp, old_logp, advantages, mask)  # [N, T] each
     token_loss = out.loss if correction is None else out.loss * correction  # [N, T] c · ℓ
+    if selection is not None:  # token_select: drop some tokens' gradient, or pull some back to π_old
+        token_loss = selection.keep * token_loss + selection.penalty * (logp - old_logp).abs()  # [N, T]
     policy = (token_loss * weights).sum()  # []
     loss = policy
     metrics = {"loss/policy": policy.detach()}
+    if selection is not None:
+        metrics["loss/kept_frac"] = (selection.keep * token_weights).sum().detach()
     if ref_logp is not None:
         assert kl is not None, "a reference's log-probs come with its KL estimator"
-        kl_mat = kl(logp, ref_logp)  # [N, T]
+        kl_mat = kl(logp, ref_logp, old_logp)  # [N, T]
         kl_term = (kl_mat * weights).sum()  # []
         if kl_coef:
             loss = loss + kl_coef * kl_term
@@ -95,7 +103,6 @@ def objective(
                 "loss/clipfrac_low": low,
                 "loss/clipfrac_high": high,
                 "loss/approx_kl_k1": (-log_ratio * token_weights).sum(),
-                "loss/approx_kl_k3": k3,
                 "loss/approx_kl": k3,
             }
         )

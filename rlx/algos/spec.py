@@ -2,8 +2,9 @@
 reward shaping, critic, update schedule).
 
 Every field is a key of `conf/algo/<preset>.yaml` (`conf/algo/_base.yaml` holds the shared ones); the
-advantage estimator, policy loss, aggregation and KL are the top-level groups `advantage`, `policy_loss`,
-`aggregate` and `kl`, which each preset picks in its defaults list and the command line can swap.
+advantage estimator, policy loss, aggregation, KL and token selection are the top-level groups `advantage`,
+`policy_loss`, `aggregate`, `kl` and `token_select`, which each preset picks in its defaults list and the command
+line can swap.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class Algorithm:
     kl: Any  # rlx.algos.kl.KL (estimator + placement) or NoKL (the `kl` group)
     policy_loss: Callable  # (logp, old_logp, advantages, mask) -> PolicyLoss (the `policy_loss` group)
     aggregate: Callable  # mask [N, T] -> aggregation weights [N, T] (the `aggregate` group)
+    token_select: Any  # (entropy, old_logp, advantages, mask) -> TokenSelection | None (the `token_select` group)
     update_epochs: int  # μ: passes over each batch
     minibatches: int  # optimiser steps per pass
     micro_batch_size: int | None  # sequences per forward/backward (null: the whole minibatch)
@@ -38,9 +40,18 @@ class Algorithm:
     lr_schedule: Callable  # partial: (optimizer, total_steps) -> LR scheduler
     shaping: Callable  # rlx.algos.shaping.RewardShaping: batch -> (shaped rewards [N], sample mask [N])
     critic: Any  # rlx.models.critic.Critic (PPO's value network) or None
+    ref_sync_steps: int | None = None  # refresh the reference toward the policy every N RL steps (null: frozen)
+    ref_sync_alpha: float = 1.0  # θ_ref ← α·θ + (1 − α)·θ_ref at each refresh (1: TR-DPO's hard sync)
     # (logp, old_logp, sampler_logp, advantages, mask) -> weight [N, T] on the policy loss (the
     # `rollout_correction` group; rlx.algos.correction): none unless a preset or the command line picks one
     rollout_correction: Callable = field(default_factory=NoCorrection)
+
+    def __post_init__(self) -> None:
+        if self.ref_sync_steps is not None and self.ref_sync_steps < 1 or not 0 < self.ref_sync_alpha <= 1:
+            raise ValueError(
+                f"algo.ref_sync_steps must be null or >= 1 and algo.ref_sync_alpha in (0, 1] (got "
+                f"{self.ref_sync_steps}, {self.ref_sync_alpha}); TRL syncs every 512 steps with alpha 0.6"
+            )
 
     @property
     def uses_reference(self) -> bool:

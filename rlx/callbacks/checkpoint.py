@@ -33,6 +33,7 @@ from lightning.pytorch.callbacks import Checkpoint
 
 from rlx.callbacks.resume import LAST, NUMBERED, RECORD
 from rlx.distributed.world import World, agreed_signal
+from rlx.peak_memory import peak_rss_mb
 from rlx.seeding import seed_step
 
 log = logging.getLogger(__name__)
@@ -119,12 +120,9 @@ class Checkpointing(Checkpoint):
         if self.received is not None and self.committed_step == trainer.global_step:
             self.exit(trainer)  # else the signal came after this step's checkpoint was due: one more step
         seed_step(self.seed, trainer.global_step)
-        # Within an epoch (a whole RL run is one) Lightning re-logs a step metric's last value in every later
-        # row until it is logged again: a sporadic key (reward/status_format, curriculum/pass_rate_d2) would
-        # repeat a stale value, and differently in a resumed run. Each row holds this step's values only.
-        results = trainer._results
-        if results is not None:
-            results.reset(metrics=False, fx="training_step")
+        # Each metrics.csv row holds this step's values only: the step's metrics reach the loggers through
+        # rlx.callbacks.step_metrics, never through Lightning's result collection (which, within an epoch, would
+        # re-log a sporadic key's stale value in every later row).
 
     def on_train_end(self, trainer, pl_module) -> None:
         self.commit()
@@ -165,8 +163,6 @@ class Checkpointing(Checkpoint):
         log.info("checkpoint at step %d: %s", step, last)
 
     def on_save_checkpoint(self, trainer, pl_module, checkpoint: dict) -> None:
-        from rlx.train import peak_rss_mb
-
         segment = {
             "from_step": self.first_step,
             "to_step": trainer.global_step,

@@ -223,11 +223,10 @@ class Resume:
 
     def attach(self, trainer, started: float) -> None:
         """Hand the run's checkpoint callback this config's identity and the record it continues."""
-        from rlx.callbacks.checkpoint import Checkpointing
-
-        for callback in trainer.callbacks:
-            if isinstance(callback, Checkpointing):
-                callback.begin_segment(self.identity, self.record, self.step, started)
+        for callback in trainer.callbacks:  # rlx.callbacks.checkpoint.Checkpointing (which imports this module)
+            begin_segment = getattr(callback, "begin_segment", None)
+            if begin_segment is not None:
+                begin_segment(self.identity, self.record, self.step, started)
 
     def totals(self, trainer, wall_s: float, peak_rss_mb: float) -> dict:
         """summary.json's wall time, peak memory and segments for the whole run, this segment included."""

@@ -17,7 +17,6 @@ classes), so it imports only the standard library and Hydra.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from hydra.core.config_search_path import ConfigSearchPath
 from hydra.core.object_type import ObjectType
@@ -25,20 +24,11 @@ from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSou
 from hydra.plugins.search_path_plugin import SearchPathPlugin
 from omegaconf import OmegaConf
 
+from rlx.cli import help as rlx_help
+from rlx.cli.paths import SWEEPS, config_dirs
+
 SCHEME = "rlx"
-SWEEPS = "sweeps"
-
-
-def config_dirs() -> tuple[Path, Path]:
-    """(conf, sweeps): inside the package (a wheel) or beside it (a checkout)."""
-    package = Path(__file__).resolve().parents[1]
-    for root in (package, package.parent):
-        if (root / "conf" / "config.yaml").is_file():
-            return root / "conf", root / SWEEPS
-    raise FileNotFoundError(
-        f"rlx's conf/ is neither in {package} (a wheel) nor in {package.parent} (a checkout): "
-        "reinstall rlx (pip install .)"
-    )
+__all__ = ["SCHEME", "SWEEPS", "RlxConfigSource", "RlxSearchPathPlugin", "config_dirs", "register"]
 
 
 class RlxConfigSource(ConfigSource):
@@ -95,8 +85,6 @@ class RlxSearchPathPlugin(SearchPathPlugin):
     """Appends `rlx://` (rlx's groups and sweeps) to the search path, once."""
 
     def manipulate_search_path(self, search_path: ConfigSearchPath) -> None:
-        from rlx.cli import help as rlx_help
-
         rlx_help.register()  # conf/hydra/help/rlx.yaml's `${rlx_help:groups}`, wherever rlx's configs are used
         if not any(str(e.path).startswith(f"{SCHEME}://") for e in search_path.get_path()):
             search_path.append(provider="rlx", path=f"{SCHEME}://")
@@ -110,6 +98,4 @@ def register() -> None:
     plugins = Plugins.instance()
     plugins.register(RlxConfigSource)
     plugins.register(RlxSearchPathPlugin)
-    from rlx.cli import help as rlx_help
-
     rlx_help.register()

@@ -4,7 +4,7 @@ group's shared base, e.g. conf/algo/_base.yaml) are not options and are left out
 
 conf/hydra/help/rlx.yaml is Hydra's help config for rlx; its template calls the `rlx_help` resolver
 registered here. A group's own description is the comment on its line of conf/config.yaml's defaults list.
-Standard library, OmegaConf and rlx.cli.configs only, so the help answers in about a second.
+Standard library, OmegaConf and rlx.cli.paths only, so the help answers in about a second.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from rlx.cli.configs import config_dirs
+from rlx.cli.paths import config_dirs
 
 # A sentence ends at ". " — except after an ellipsis or the abbreviations these comments use.
 SENTENCE_END = re.compile(r"(?<!\.)(?<!\bal)(?<!e\.g)(?<!i\.e)(?<!\bvs)(?<!\bcf)(?<!\b[Ee]q)(?<!\bDr)(?<!\bMr)\.\s")
@@ -97,12 +97,19 @@ def hydra_options(group: str) -> list[str]:
     return list(GlobalHydra.instance().config_loader().get_group_options(group))
 
 
+def algorithms() -> str:
+    """The algo presets, comma-separated (conf/algo/*.yaml, shared bases `_*.yaml` left out)."""
+    conf, _ = config_dirs()
+    return ", ".join(sorted(p.stem for p in (conf / "algo").glob("*.yaml") if not p.stem.startswith("_")))
+
+
 def resolve(part: str = "groups") -> str:
-    """The `rlx_help` resolver: `${rlx_help:groups}`. `$` is doubled because Hydra passes the help through
-    string.Template."""
-    if part != "groups":
-        raise ValueError(f"rlx_help: unknown part {part!r} (known: groups)")
-    return groups_text().replace("$", "$$")
+    """The `rlx_help` resolver: `${rlx_help:groups}`, `${rlx_help:algos}`. `$` is doubled because Hydra passes
+    the help through string.Template."""
+    parts = {"groups": groups_text, "algos": algorithms}
+    if part not in parts:
+        raise ValueError(f"rlx_help: unknown part {part!r} (known: {', '.join(parts)})")
+    return parts[part]().replace("$", "$$")
 
 
 def register() -> None:

@@ -7,6 +7,7 @@ file handler for <run_dir>/rlx.log); `quiet_third_party()` runs once the heavy l
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 import warnings
@@ -31,6 +32,13 @@ FILTERED_WARNINGS = [
     (
         r"Using ModelCheckpoint with manual optimization",
         "rlx optimises manually; a checkpoint after the step's update is what resuming at the next step needs",
+    ),
+    (
+        r"`is_gradient_checkpointing` is deprecated",
+        (
+            "a FutureWarning from transformers 5.24 when peft (peft=lora) reads the model's old "
+            "`is_gradient_checkpointing` attribute while wrapping it (peft/peft_model.py); rlx never reads it"
+        ),
     ),
     (
         r"`isinstance\(treespec, LeafSpec\)` is deprecated",
@@ -101,6 +109,9 @@ def quiet_third_party() -> None:
     for pattern, _why in FILTERED_WARNINGS:
         warnings.filterwarnings("ignore", message=pattern)
     logging.captureWarnings(True)
+    # wandb prints ~35 lines of its own (banner, sync hints, run summary) when logger=wandb; its full log stays in
+    # <run_dir>/wandb/*/logs/debug-internal.log and rlx logs where the run went. WANDB_SILENT=false shows them.
+    os.environ.setdefault("WANDB_SILENT", "true")
     try:  # "Loading weights" / "Writing model shards" bars for a 4 MB model rlx saves and reloads itself
         from transformers.utils import logging as hf_logging
 

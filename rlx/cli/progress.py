@@ -1,8 +1,9 @@
 """The progress line: `step N/M` with reward, KL and clipfrac (Lightning's bar counts epochs: `Epoch 0/-2`).
 
 On a terminal one line is redrawn in place every step; off a terminal (nohup, SLURM, `| tee`) a line is
-printed every `every_n_steps` steps, and at the first and last step. Held-out evaluations inside the fit are
-printed as their own line.
+printed every `every_n_steps` steps (and after 10 s without one), and at the first and last step. Held-out
+evaluations inside the fit are printed as their own line; any evaluation (the ones before and after RL too)
+shows its rows done as it goes (rlx.cli.ticker: every 10 s off a terminal).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import time
 from lightning.pytorch.callbacks import Callback
 
 from rlx.cli.logs import stream_is_tty
+from rlx.cli.ticker import Ticker
 
 SHOWN = (("reward", "reward/mean", "{:.3f}"), ("kl", "loss/kl", "{:.4f}"), ("clipfrac", "loss/clipfrac", "{:.3f}"))
 
@@ -50,6 +52,9 @@ class Progress(Callback):
         self._start: float | None = None
         self._start_step = 0
         self._drawn = False
+        self._evaluation: Ticker | None = None
+        self._printed = time.monotonic()
+        self._rows = 0
 
     @property
     def out(self):
@@ -66,11 +71,27 @@ class Progress(Callback):
         if stream_is_tty(self.out):
             self.out.write("\r\x1b[K" + line)
             self._drawn = True
-        elif step % self.every_n_steps == 0 or step == total or done == 1:
-            self.out.write(f"{stamp()} {line}\n")
+        elif step % self.every_n_steps == 0 or step == total or done == 1 or time.monotonic() - self._printed >= 10:
+            self.out.write(f"{stamp()} {line}\n")  # (every 10 s at least: a slow step or a busy machine)
+            self._printed = time.monotonic()
         self.out.flush()
 
+    def on_validation_start(self, trainer, pl_module) -> None:
+        loader = trainer.val_dataloaders
+        sampler = getattr(loader, "sampler", None)
+        total = len(sampler) if sampler is not None and hasattr(sampler, "__len__") else None
+        self._newline()
+        self._evaluation, self._rows = Ticker("held-out evaluation", total, unit="rows", stream=self.stream), 0
+
+    def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
+        self._rows += len(batch) if hasattr(batch, "__len__") else 1
+        if self._evaluation is not None:
+            self._evaluation.update(self._rows)
+
     def on_validation_end(self, trainer, pl_module) -> None:
+        if self._evaluation is not None:
+            self._evaluation.close()
+            self._evaluation = None
         if trainer.state.fn != "fit" or trainer.sanity_checking:
             return  # the evaluations before and after RL are reported by rlx.train
         metrics = trainer.callback_metrics

@@ -18,11 +18,13 @@ the per-step counters are rebuilt by `begin_step` and need no saving.
 Every sampler reports, for the groups generated this step: `curriculum/rounds` (generation rounds),
 `curriculum/groups` (groups generated) and, when the rows carry a `difficulty` field,
 `curriculum/pass_rate_d<k>` (mean reward of the step's groups of difficulty k; the pass rate for a 0/1
-reward such as reward=math).
+reward such as reward=math). Every difficulty of the rows has its column from the first step (metrics.csv's
+columns do not come and go): NaN in a step that drew no group of it, a mean of nothing.
 """
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 
 
@@ -73,9 +75,9 @@ class PromptSampler(ABC):
 
     def metrics(self) -> dict[str, float]:
         out = {"curriculum/rounds": float(self._rounds), "curriculum/groups": float(self._groups)}
-        for bucket, (total, count) in sorted(self._bucket_sums.items()):
-            if count:
-                out[f"curriculum/pass_rate_d{bucket}"] = total / count
+        for bucket in sorted(set(self.difficulty or ())):
+            total, count = self._bucket_sums.get(bucket, (0.0, 0))
+            out[f"curriculum/pass_rate_d{bucket}"] = total / count if count else math.nan
         return out
 
     @abstractmethod

@@ -1,5 +1,8 @@
 """Your own prompts: JSON Lines files, one row per line.
 
+Files ending in `.gz` are read through gzip. `columns` renames a file's fields to rlx's (`{prompt: text}` for
+MBPP's `text`); `row_defaults` adds fields to every row that lacks them: a dataset-wide setting of a per-row
+option, e.g. `{code_from: prompt_completion}` for HumanEval (docs/code_datasets.md).
 Every row must carry the fields the reward reads (`required_fields`) and a `prompt` that is text or a
 conversation (TRL's format: `[{"role": "user", "content": "..."}]`, rendered with the model's chat template).
 A row that is not valid JSON, not an object, lacks a field or has a malformed prompt stops the run at start
@@ -9,6 +12,7 @@ An optional `warm_start_file` holds rows with `prompt` and `completion` for a su
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 from pathlib import Path
@@ -21,14 +25,16 @@ class DataError(RlxError):
     pass
 
 
-def read_rows(path: str | Path, required_fields: list[str]) -> list[tuple[int, dict]]:
-    """(line number, row) for each non-blank line; raises DataError naming the file and line."""
+def read_rows(path: str | Path, required_fields: list[str], columns: dict | None = None) -> list[tuple[int, dict]]:
+    """(line number, row) for each non-blank line; raises DataError naming the file and line. columns: a file
+    field -> rlx field renaming, applied before `prompt` (always required with a renaming) is checked."""
     path = Path(path).expanduser()
     if not path.is_file():
         raise DataError(f"data file not found: {path} (set data.train_file / data.val_file to existing .jsonl files)")
     rows = []
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, start=1):
+    opener = gzip.open if path.suffix == ".gz" else open  # HumanEval.jsonl.gz is read as published
+    with opener(path, "rt", encoding="utf-8") as handle:
+        for line_no, line in _lines(handle, path):
             if not line.strip():
                 continue
             try:
@@ -43,6 +49,13 @@ def read_rows(path: str | Path, required_fields: list[str]) -> list[tuple[int, d
                     f"{path}:{line_no}: row is missing field(s) {missing}; every row needs {required_fields} "
                     f"(fields present: {sorted(row)})"
                 )
+            if columns is not None:
+                row = {columns.get(k, k): v for k, v in row.items()}
+                if "prompt" not in row:
+                    raise DataError(
+                        f"{path}:{line_no}: row has no `prompt` (fields: {sorted(row)}); name the prompt field "
+                        "with data.columns, e.g. data.columns={prompt: text}"
+                    )
             problem = prompt_problem(row["prompt"]) if "prompt" in row else None
             if problem:
                 raise DataError(f"{path}:{line_no}: {problem}")
@@ -52,10 +65,33 @@ def read_rows(path: str | Path, required_fields: list[str]) -> list[tuple[int, d
     return rows
 
 
+def _lines(handle, path: Path):
+    """(line number, text); a file that is not UTF-8 text (or a broken .gz) is a DataError, not a traceback."""
+    line_no = 0
+    try:
+        for line_no, line in enumerate(handle, start=1):
+            yield line_no, line
+    except (UnicodeDecodeError, OSError, EOFError) as err:
+        raise DataError(f"{path}:{line_no + 1}: cannot be read as UTF-8 JSON Lines ({err})") from None
+
+
 class JsonlTask(Task):
-    def __init__(self, train_file: str, val_file: str, max_new_tokens: int, warm_start_file: str | None) -> None:
+    def __init__(
+        self,
+        train_file: str,
+        val_file: str,
+        max_new_tokens: int,
+        warm_start_file: str | None,
+        columns: dict | None = None,
+        row_defaults: dict | None = None,
+    ) -> None:
         self.files = {"train": Path(train_file).expanduser(), "val": Path(val_file).expanduser()}
-        self.lines = {split: read_rows(path, ["prompt"]) for split, path in self.files.items()}
+        renamed = {str(column): str(field) for field, column in dict(columns or {}).items()}
+        defaults = dict(row_defaults or {})
+        self.lines = {
+            split: [(line, {**defaults, **row}) for line, row in read_rows(path, [], columns=renamed)]
+            for split, path in self.files.items()
+        }
         self.train = [row for _, row in self.lines["train"]]
         self.val = [row for _, row in self.lines["val"]]
         self.max_new_tokens = max_new_tokens
@@ -73,6 +109,10 @@ class JsonlTask(Task):
 
     def _where(self, split: str, index: int) -> str:
         return f"{self.files[split]}:{self.lines[split][index][0]}"
+
+    def drop_rows(self, split: str, indices: set[int]) -> None:
+        super().drop_rows(split, indices)
+        self.lines[split] = [line for i, line in enumerate(self.lines[split]) if i not in indices]
 
     def warm_start_examples(self, count: int, seed: int) -> list[tuple[str, str]]:
         if self.warm_start_file is None:

@@ -11,7 +11,15 @@ Conversations are rendered to text once, after the model loads, with the tokeniz
 
 from __future__ import annotations
 
-from rlx.errors import ConfigError
+import logging
+
+from rlx.errors import ConfigError, RlxError
+
+log = logging.getLogger(__name__)
+
+
+class UnusableRows(RlxError):
+    """Rows whose tests the reward cannot run (not a ConfigError: the fix is in the data, not the task choice)."""
 
 
 def prompt_problem(prompt) -> str | None:
@@ -72,6 +80,34 @@ class Task:
                 problem = prompt_problem(row["prompt"])
                 if problem:
                     raise ConfigError(f"{type(self).__name__} {split} row {i}: {problem}")
+
+    def check_rows(self, problem_of, drop: bool) -> None:
+        """Every row through the reward's `problem_of(row) -> why or None`, before training: the first bad row
+        stops the run with its location and why, or (`drop`) every bad row is removed and counted in the log."""
+        for split in ("train", "val"):
+            rows = getattr(self, split)
+            bad = [(i, why) for i, row in enumerate(rows) if (why := problem_of(row))]
+            if bad and len(bad) == len(rows):  # no row fits: the task, not a few rows, is the wrong one
+                raise ConfigError(f"{self._where(split, bad[0][0])}: {bad[0][1]} (and every other {split} row)")
+            if bad and not drop:
+                i, why = bad[0]
+                raise UnusableRows(
+                    f"{self._where(split, i)}: {why} ({len(bad)} of {len(rows)} {split} rows have unusable tests; "
+                    "fix them, or set reward.invalid_rows=drop to train without them)"
+                )
+            if bad:
+                log.warning(
+                    "dropped %d of %d %s rows whose tests do not parse (reward.invalid_rows=drop), e.g. %s: %s",
+                    len(bad),
+                    len(rows),
+                    split,
+                    self._where(split, bad[0][0]),
+                    bad[0][1],
+                )
+                self.drop_rows(split, {i for i, _ in bad})
+
+    def drop_rows(self, split: str, indices: set[int]) -> None:
+        setattr(self, split, [row for i, row in enumerate(getattr(self, split)) if i not in indices])
 
     @property
     def conversational(self) -> bool:

@@ -60,8 +60,11 @@ def shard_modules(lightning_module) -> None:
     the critic (the classes the model names in `_no_split_modules`), then each model as a whole (embeddings,
     final norm, head). Idempotent (Lightning calls configure_model before every fit and validate); a no-op under
     any other strategy."""
-    trainer = lightning_module._trainer
-    if trainer is None or not isinstance(trainer.strategy, FullyShardedDataParallel):
+    try:
+        trainer = lightning_module.trainer
+    except RuntimeError:  # not attached to a Trainer (Lightning's public property raises)
+        return
+    if not isinstance(trainer.strategy, FullyShardedDataParallel):
         return
     from torch.distributed.fsdp import fully_shard
 

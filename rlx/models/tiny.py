@@ -9,7 +9,6 @@ that shares them, reuses the checkpoint instead of redoing the SFT.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import logging
@@ -23,6 +22,9 @@ from typing import Any
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
+from rlx.cli import status
+from rlx.cli.lock import HeldLock, describe_holder
+from rlx.cli.ticker import Ticker
 from rlx.models.loading import LoadedModel, ModelError, load_local
 from rlx.models.tokenizer import build_char_tokenizer
 from rlx.models.warm_start import WarmStartConfig, encode_examples, supervised_finetune
@@ -30,6 +32,28 @@ from rlx.seeding import isolated_rng
 
 log = logging.getLogger(__name__)
 FORMAT_VERSION = 1
+# Torch threads for this model's work when neither model.threads nor OMP_NUM_THREADS says: one. Measured with
+# bench/threads.py (bench/RESULTS-threads.md): on the 2-core machine a warm-start step takes 0.12 s on one thread
+# and 0.31 s on two even with nothing else running (a 1M-parameter model's matmuls are too small to split), and
+# beside one CPU-bound process 0.16 s against 1.54 s (two threads then wait on each other: 10x).
+TINY_THREADS = 1
+
+
+def choose_threads(requested: int | None) -> None:
+    """Set torch's intra-op threads for the embedded default: `model.threads` if set, else OMP_NUM_THREADS's
+    own choice if the user exported it, else TINY_THREADS."""
+    if requested is not None:
+        if not isinstance(requested, int) or isinstance(requested, bool) or requested < 1:
+            raise ModelError(f"model.threads is a thread count >= 1 or null (got {requested!r}): e.g. model.threads=2")
+        torch.set_num_threads(requested)
+    elif os.environ.get("OMP_NUM_THREADS"):
+        return  # torch already follows it
+    else:
+        torch.set_num_threads(TINY_THREADS)
+    log.info(
+        "torch threads: %d (model.threads=N or OMP_NUM_THREADS=N to change; bench/threads.py measures them)",
+        torch.get_num_threads(),
+    )
 
 
 def build_tiny_llama(
@@ -106,7 +130,9 @@ class TinyModel:
         cache_dir: str,
         dtype: str,
         gradient_checkpointing: bool,
+        threads: int | None = None,
     ) -> None:
+        self.threads = threads
         self.arch = dict(
             hidden_size=hidden_size,
             layers=layers,
@@ -141,24 +167,27 @@ class TinyModel:
                 "the data's prompts are conversations (lists of messages), but model=tiny's character "
                 "tokenizer has no chat template. Use model=hf with a chat model, or plain-text prompts"
             )
+        choose_threads(self.threads)
         target = self.cache_dir / "tiny" / self.cache_key(task)
         target.parent.mkdir(parents=True, exist_ok=True)
         # One process trains a recipe's warm start; the sweep's other jobs that need it wait for it here and then
         # reuse it, instead of each training the same model (an flock is released if its holder dies).
-        with open(target.parent / f".{target.name}.lock", "w") as lock:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                log.info("warm start: another process is training %s; waiting for it", target)
-                fcntl.flock(lock, fcntl.LOCK_EX)
+        lock = HeldLock(target.parent / f".{target.name}.lock")
+        try:
+            if not (target / "config.json").is_file():
+                wait_for(lock, target)
             if (target / "config.json").is_file():
                 log.info("warm start: reusing %s", target)
             else:
+                status.enter("warm start")
                 with isolated_rng():  # the SFT's draws never reach the caller's RNGs (the RL phase: rlx.seeding)
-                    self.build(task, target)
+                    self.build(task, target, lock)
+        finally:
+            lock.release()
+        status.enter("loading the model")
         return load_local(target, self.dtype, self.gradient_checkpointing)
 
-    def build(self, task, target: Path) -> None:
+    def build(self, task, target: Path, lock: HeldLock) -> None:
         tokenizer = build_char_tokenizer()
         report: dict = {"arch": self.arch, "attempts": []}
         model = None
@@ -173,9 +202,17 @@ class TinyModel:
                 break
             start = time.perf_counter()
             examples = task.warm_start_examples(ws.corpus_size, ws.seed)
+            ticker = Ticker(f"warm start attempt {attempt + 1}", ws.steps, on_line=lock.describe_progress)
             losses = supervised_finetune(
-                model, tokenizer, examples, ws, seed=ws.seed + attempt, plateau_loss=task.warm_start_plateau_loss
+                model,
+                tokenizer,
+                examples,
+                ws,
+                seed=ws.seed + attempt,
+                plateau_loss=task.warm_start_plateau_loss,
+                progress=ticker.update_loss,
             )
+            ticker.close()
             match = greedy_match_rate(model, tokenizer, examples[:256], task.max_new_tokens)
             report["attempts"].append(
                 {
@@ -207,11 +244,31 @@ class TinyModel:
             )
         # Write to a temporary sibling and rename: parallel sweep jobs never see a half-written model.
         target.parent.mkdir(parents=True, exist_ok=True)
+        # A stop (SIGTERM, an error) before the rename discards the copy: the cache never holds half a model.
         tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".building-"))
-        model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        (tmp / "warm_start.json").write_text(json.dumps(report, indent=1))
+        try:
+            model.save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)
+            (tmp / "warm_start.json").write_text(json.dumps(report, indent=1))
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         try:
             os.rename(tmp, target)
         except OSError:  # another job finished the same build first; its copy is identical in recipe
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def wait_for(lock: HeldLock, target: Path, every_s: float = 10.0) -> None:
+    """Take the warm-start lock; while another process holds it, say every `every_s` seconds who it is, since
+    when and how far its warm start has got (what it last wrote into the lock file)."""
+    if lock.acquire():
+        return
+    log.info("warm start: %s is training %s; waiting for it", describe_holder(lock.holder()), target.name)
+    last = time.monotonic()
+    while not lock.acquire():
+        time.sleep(0.5)
+        if time.monotonic() - last >= every_s:
+            last = time.monotonic()
+            holder = lock.holder()
+            log.info("warm start: waiting for %s: %s", describe_holder(holder), holder.get("line", "no progress yet"))

@@ -9,6 +9,7 @@ retries with a new initialisation seed (and a smaller init scale) when it does n
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -63,10 +64,17 @@ def warmup_cosine(warmup_steps: int, total_steps: int):
 
 
 def supervised_finetune(
-    model, tokenizer, examples, cfg: WarmStartConfig, seed: int, plateau_loss: float | None
+    model,
+    tokenizer,
+    examples,
+    cfg: WarmStartConfig,
+    seed: int,
+    plateau_loss: float | None,
+    progress: Callable[[int, float], None] | None = None,
 ) -> list[float]:
     """Next-token cross-entropy on completion tokens only; returns the loss every 50 steps (stopping early
-    at `cfg.plateau_check_step` if the loss is still on the stuck plateau)."""
+    at `cfg.plateau_check_step` if the loss is still on the stuck plateau). `progress(steps done, loss)` is
+    called after every step (rlx.cli.ticker decides when to print)."""
     input_ids, attention_mask, labels = encode_examples(tokenizer, examples)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model.to(device)
@@ -88,6 +96,8 @@ def supervised_finetune(
         schedule.step()
         optimizer.zero_grad(set_to_none=True)
         recent = (recent + [out.loss.item()])[-100:]
+        if progress is not None:
+            progress(step + 1, recent[-1])
         if step % 50 == 0 or step == cfg.steps - 1:
             losses.append(round(recent[-1], 4))
         if plateau_loss is not None and step == cfg.plateau_check_step and sum(recent) / len(recent) > plateau_loss:

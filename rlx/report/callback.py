@@ -86,6 +86,7 @@ class SweepReport(Callback):
 
     # ---------------------------------------------------------------- sweep
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from rlx.report.provenance import collect
         from rlx.report.runs import SWEEP_FILE, sweep_name
 
         sweep_dir = _sweep_dir(config)
@@ -96,6 +97,7 @@ class SweepReport(Callback):
                 "swept": swept_keys(config),
                 "command": shlex.join(["python", "-m", "rlx", *sys.argv[1:]]),
                 "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+                "provenance": collect(),  # the code and packages that ran, not those that rebuild the report
             },
         )
         self._config, self._done = config, False
@@ -158,8 +160,10 @@ class SweepReport(Callback):
             err = job_return._return_value  # .return_value would re-raise it
             doc["error"] = f"{type(err).__name__}: {err}"
             doc["traceback"] = "".join(traceback.format_exception(type(err), err, err.__traceback__))
+        if "wandb" in sys.modules:
+            from rlx.report.wandb import finish_run, run_url
+
+            doc["wandb_url"] = run_url()  # None offline: the report links online runs only
         _write_json(_job_dir(config) / "status.json", doc)
         if "wandb" in sys.modules:  # end this job's W&B run, so the next job of the process starts its own
-            from rlx.report.wandb import finish_run
-
             finish_run(failed)

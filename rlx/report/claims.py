@@ -1,78 +1,48 @@
 """claims.md: the seed's claims, each measured on the runs of `python -m rlx +sweeps=seed_claims`.
 
-The sweep runs every variant of sweeps/claims/ (one YAML diff each) for every seed; a run's variant is its
-`+sweeps/claims=<variant>` override. Each claim compares variants seed by seed (same seed, same warm start)
-and gets a verdict by one rule, stated in claims.md:
+The sweep runs every arm of sweeps/claims/ (one YAML diff over grpo each) for every seed; a run's arm is its
+`+sweeps/claims=<arm>` override. Each claim compares one arm with the reference arm (grpo) seed by seed — the
+same seed means the same warm start, so its 0.07-0.12 swing cancels — and changes one thing (Dr. GRPO at
+grpo's β changes its two normalisations, and the 2×2 separates them). Each row: the mean paired difference,
+its 95% interval (rlx.report.stats: t over seeds, widened by the seeds × held-out prompts bootstrap for an
+accuracy), the outcome in words, and the per-seed values and runs beneath it. A claim whose property the code
+guarantees is "by construction", with the test that pins it, not a finding.
 
-    For each seed, d = the measured difference in the claim's direction (or whether a ratio is in its range).
-    holds          every seed's d exceeds the claim's tolerance τ
-    does not hold  no seed's d exceeds τ
-    inconclusive   the seeds disagree, or fewer than two seeds have the runs the claim needs
+`meaningful` is the smallest difference a claim is about: 0.03 for an accuracy (three held-out points; the
+evaluation's own standard error is ~0.012), one token for a length. A sweep that could not have detected that
+much says "underpowered" instead of "no detectable effect".
 
-A claim that does not hold is reported as such, with its numbers: nothing here is tuned until it holds.
 `python -m rlx.report <sweep_dir>` rebuilds claims.md with the sweep report.
 """
 
 from __future__ import annotations
 
-import statistics
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rlx.report.aggregate import fmt_mean_std
-from rlx.report.runs import Run, tail_mean
-
-VARIANT_KEY = "sweeps/claims"  # the sweep's override `+sweeps/claims=<variant>`
-ALGOS = ["ppo", "grpo", "dr_grpo", "dapo", "reinforce"]
-RULE = (
-    "For each seed, d is the measured difference in the claim's direction (or whether a ratio lies in the "
-    "claim's range). **holds**: every seed's d exceeds the tolerance τ; **does not hold**: no seed's does; "
-    "**inconclusive**: the seeds disagree, or fewer than two seeds have the runs the claim needs."
+from rlx.report.paired import (
+    METRICS,
+    Measure,
+    Metric,
+    compare,
+    fmt_interval,
+    fmt_per_seed,
+    greedy_correct,
+    run_measures,
+    sampled_pass,
 )
+from rlx.report.provenance import markdown as provenance_markdown
+from rlx.report.runs import Run, tail_mean
+from rlx.report.stats import Interval, Outcome
 
-
-@dataclass
-class Row:
-    claim: str
-    measured: str
-    runs: str
-    verdict: str
-    note: str = ""
-
-
-@dataclass
-class Seeds:
-    """The completed runs of each variant, by seed."""
-
-    runs: dict[str, dict[str, Run]] = field(default_factory=dict)  # variant -> seed -> run
-
-    @classmethod
-    def of(cls, runs: list[Run]) -> Seeds:
-        out = cls()
-        for run in runs:
-            m = run.override_map
-            if run.status == "completed" and VARIANT_KEY in m:
-                out.runs.setdefault(m[VARIANT_KEY], {})[m.get("seed", "0")] = run
-        return out
-
-    def paired(self, *variants: str) -> list[tuple[str, list[Run]]]:
-        """(seed, [run of each variant]) for the seeds where every variant completed."""
-        seeds = set.intersection(*(set(self.runs.get(v, {})) for v in variants))
-        return [(s, [self.runs[v][s] for v in variants]) for s in sorted(seeds, key=str)]
-
-    def names(self, *variants: str) -> str:
-        return ", ".join(
-            f"{v}: {' '.join(r.job_dir.name for _, r in sorted(self.runs.get(v, {}).items()))}" for v in variants
-        )
-
-
-def verdict(ds: list[bool | None]) -> str:
-    """ds[i]: whether seed i shows the claim beyond its tolerance (None: not measurable)."""
-    known = [d for d in ds if d is not None]
-    if len(known) < 2:
-        return "inconclusive"
-    return "holds" if all(known) else "does not hold" if not any(known) else "inconclusive"
+VARIANT_KEY = "sweeps/claims"  # the sweep's override `+sweeps/claims=<arm>`
+REFERENCE = "grpo"
+ACCURACY_MATTERS = 0.03
+ACC, PASS1, REWARD, _KL, TOKENS = METRICS
+PASS_K = 8
 
 
 def growth(run: Run, metric: str) -> float | None:
@@ -90,201 +60,219 @@ def config_value(run: Run, key: str):
     return OmegaConf.select(OmegaConf.load(path), key) if path.is_file() else None
 
 
-# ------------------------------------------------------------------------------------------------ claims
-def beats_imitation(s: Seeds) -> list[Row]:
-    rows, tol = [], 0.02
-    for algo in ALGOS:
-        pairs = [(r.held_out("before"), r.held_out("after")) for _, [r] in s.paired(algo)]
-        ds = [a - b > tol if a is not None and b is not None else None for b, a in pairs]
-        rows.append(
-            Row(
-                f"(a) {algo} beats the SFT imitation ceiling on held-out data (τ = {tol})",
-                f"held-out acc {fmt_mean_std(b for b, _ in pairs)} → {fmt_mean_std(a for _, a in pairs)}",
-                s.names(algo),
-                verdict(ds),
+def optimiser_steps(run: Run) -> float | None:
+    """RL steps × update epochs × minibatches: the optimiser steps the run took (skipped updates counted)."""
+    epochs, minibatches = config_value(run, "algo.update_epochs"), config_value(run, "algo.minibatches")
+    steps = run.summary.get("steps")
+    return None if None in (epochs, minibatches, steps) else float(steps * epochs * minibatches)
+
+
+CLIPFRAC = Metric("clip fraction, mean over steps", 4, lambda r: r.mean("loss/clipfrac"))
+APPROX_KL = Metric("approx-KL to the sampling policy, mean over steps", 5, lambda r: r.mean("loss/approx_kl"))
+FAIL_GROWTH = Metric(
+    "growth of wrong answers' length, first → last 10% of steps (tokens)", 2, lambda r: growth(r, "rollout/length_fail")
+)
+
+
+@dataclass(frozen=True)
+class Spec:
+    claim: str
+    arm: str
+    metric: Metric
+    direction: int  # the claimed sign of arm − reference (0: none claimed, either side reported)
+    meaningful: float | None
+
+
+def specs(kl_to_start: Metric) -> list[Spec]:
+    acc = ACCURACY_MATTERS
+    out = [
+        Spec("(b) Dr. GRPO vs GRPO at the same β = 0.04", "dr_grpo_beta", ACC, 0, acc),
+        Spec("(b) std normalisation off, length normalisation on", "grpo_nostd", ACC, 0, acc),
+        Spec("(b) length normalisation off, std normalisation on", "grpo_nolen", ACC, 0, acc),
+        Spec("(c) Dr. GRPO grows wrong answers' length less than GRPO", "dr_grpo_beta", FAIL_GROWTH, -1, 1.0),
+        Spec("(c) length normalisation off grows wrong answers' length less", "grpo_nolen", FAIL_GROWTH, -1, 1.0),
+        Spec("(f) ε = 0.05 vs 0.2 at 4 minibatch steps: the clip acts more often", "grpo_eps_small", CLIPFRAC, 1, None),
+        Spec("(f) ε = 0.05 vs 0.2 at 4 minibatch steps: a smaller step", "grpo_eps_small", APPROX_KL, -1, None),
+        Spec("(f) ε = 0.05 vs 0.2 at 4 minibatch steps", "grpo_eps_small", ACC, 0, acc),
+        Spec("(f) 1 vs 4 minibatch steps per batch (no reuse), ε = 0.2", "grpo_mb1", ACC, 0, acc),
+    ]
+    for arm, beta in (("grpo_beta0", 0.0), ("grpo_beta001", 0.01), ("grpo_beta016", 0.16)):
+        lower = beta < 0.04
+        out.append(
+            Spec(
+                f"(e) β = {beta} vs 0.04: {'more' if lower else 'less'} drift from the start",
+                arm,
+                kl_to_start,
+                1 if lower else -1,
+                None,
             )
         )
-    return rows
+        out.append(Spec(f"(e) β = {beta} vs 0.04", arm, REWARD, 0, ACCURACY_MATTERS))
+    return out
 
 
-def ranking(s: Seeds) -> str:
-    """Whether the algorithms' gap exceeds the seed-to-seed spread (part of the benchmark's promise)."""
-    stats = []
-    for algo in ALGOS:
-        after = [a for r in s.runs.get(algo, {}).values() if (a := r.held_out("after")) is not None]
-        if len(after) >= 2:
-            stats.append((statistics.fmean(after), statistics.stdev(after), algo))
-    if len(stats) < 2:
-        return "Too few algorithms with two seeds to rank them."
-    stats.sort(reverse=True)
-    gap, spread = stats[0][0] - stats[-1][0], max(sd for _, sd, _ in stats)
-    order = " > ".join(f"{a} {m:.3f} ± {sd:.3f}" for m, sd, a in stats)
-    return (
-        f"Held-out accuracy after RL: {order}. The gap between the best and the worst ({gap:.3f}) "
-        f"{'exceeds' if gap > spread else 'does not exceed'} the largest seed-to-seed std ({spread:.3f})."
-    )
+BY_CONSTRUCTION = [
+    (
+        "(b) dynamic sampling trains on no zero-variance group",
+        "tests/curriculum/test_samplers.py::test_dynamic_drops_zero_variance_groups_and_oversamples",
+    ),
+    (
+        "(d) PPO's critic (a copy of the policy) doubles the training-state bytes",
+        "tests/sweeps/test_footprint.py::test_a_critic_of_the_policys_shape_doubles_the_training_state",
+    ),
+    (
+        "(f) at 1 minibatch step per batch ε cannot act (the ratio is 1, the clip fraction 0)",
+        "tests/unit/test_inert.py::test_epsilon_is_inert_with_one_update_per_batch_and_acts_with_more",
+    ),
+]
 
 
-def zero_variance(s: Seeds) -> list[Row]:
-    tol = 0.02
-    pairs = s.paired("grpo", "grpo_band")
-    uni = [r.mean("reward/zero_std_frac") for _, [r, _] in pairs]
-    band = [r.mean("reward/zero_std_frac") for _, [_, r] in pairs]
-    seen = [r.metrics["curriculum/seen_frac"][-1][1] for _, [_, r] in pairs if r.metrics.get("curriculum/seen_frac")]
-    ds = [u - b > tol if u is not None and b is not None else None for u, b in zip(uni, band, strict=True)]
-    rows = [
-        Row(
-            f"(b) learnable_band lowers the share of generated zero-variance groups (τ = {tol})",
-            f"share of generated groups with equal rewards: uniform {fmt_mean_std(uni)}, learnable_band "
-            f"{fmt_mean_std(band)}",
-            s.names("grpo", "grpo_band"),
-            verdict(ds),
-            f"By the last step the band had a pass-rate estimate for {fmt_mean_std(seen, 2)} of the training "
-            "prompts (unseen ones carry its prior, inside the band)."
-            if seen
-            else "",
+@dataclass
+class Row:
+    claim: str
+    comparison: str  # "arm − reference" in words
+    metric: str
+    digits: int
+    seeds: list[str] = field(default_factory=list)
+    per_seed: list[float] = field(default_factory=list)
+    interval: Interval | None = None
+    outcome: Outcome | None = None
+    runs: str = ""
+
+
+@dataclass
+class Arms:
+    """The completed runs of each arm, by seed."""
+
+    runs: dict[str, dict[str, Run]] = field(default_factory=dict)  # arm -> seed -> run
+
+    @classmethod
+    def of(cls, runs: list[Run]) -> Arms:
+        out = cls()
+        for run in runs:
+            m = run.override_map
+            if run.status == "completed" and VARIANT_KEY in m:
+                out.runs.setdefault(m[VARIANT_KEY], {})[m.get("seed", "0")] = run
+        return out
+
+    def pairs(self, arm: str, reference: str = REFERENCE) -> dict[str, list[tuple[Run, Run]]]:
+        """{seed: [(reference run, arm run)]} for the seeds where both completed."""
+        a, b = self.runs.get(reference, {}), self.runs.get(arm, {})
+        return {s: [(a[s], b[s])] for s in sorted(set(a) & set(b), key=lambda s: (len(s), s))}
+
+    def names(self, *arms: str) -> str:
+        return "; ".join(
+            f"{v}: {' '.join(r.job_dir.name for _, r in sorted(self.runs.get(v, {}).items()))}" for v in arms
         )
-    ]
-    pairs = s.paired("grpo", "grpo_dynamic")
-    trained = [r.mean("reward/zero_std_frac_batch") for _, [_, r] in pairs]
-    worst = [max((v for _, v in r.metrics.get("reward/zero_std_frac_batch", [])), default=None) for _, [_, r] in pairs]
-    cost = [(d.total("curriculum/groups") or 0) / t for _, [u, d] in pairs if (t := u.total("curriculum/groups"))]
-    seconds = [(d.total("rollout/seconds") or 0) / t for _, [u, d] in pairs if (t := u.total("rollout/seconds"))]
-    ds = [w == 0 if w is not None else None for w in worst]
-    rows.append(
-        Row(
-            "(b) dynamic sampling trains on no zero-variance group (τ: exactly none, in every step)",
-            f"share of trained-on groups with equal rewards: {fmt_mean_std(trained)} (worst step "
-            f"{fmt_mean_std(worst)}); cost: {fmt_mean_std(cost, 2)}× the groups generated and "
-            f"{fmt_mean_std(seconds, 2)}× the generation time of uniform sampling",
-            s.names("grpo", "grpo_dynamic"),
-            verdict(ds),
-        )
-    )
-    return rows
 
 
-def length_bias(s: Seeds) -> list[Row]:
-    tol = 0.25
-    pairs = s.paired("grpo", "dr_grpo")
-    g = [growth(r, "rollout/length_fail") for _, [r, _] in pairs]
-    d = [growth(r, "rollout/length_fail") for _, [_, r] in pairs]
-    ds = [a - b > tol if a is not None and b is not None else None for a, b in zip(g, d, strict=True)]
-    return [
-        Row(
-            f"(c) Dr. GRPO grows the length of wrong answers less than GRPO (τ = {tol} tokens)",
-            f"growth of the mean length of failed completions, first → last 10% of steps: GRPO "
-            f"{fmt_mean_std(g, 2, signed=True)}, Dr. GRPO {fmt_mean_std(d, 2, signed=True)} tokens",
-            s.names("grpo", "dr_grpo"),
-            verdict(ds),
-        )
-    ]
+def row(claim, comparison, metric_name, digits, pairs, direction, meaningful, runs) -> Row:
+    seeds, per_seed, interval, verdict = compare(pairs, direction, meaningful)
+    return Row(claim, comparison, metric_name, digits, seeds, per_seed, interval, verdict, runs)
 
 
-def critic_memory(s: Seeds) -> list[Row]:
-    lo, hi = 1.5, 2.5
-    pairs = s.paired("ppo", "reinforce")
-    state = [
-        p.footprint["state_bytes"]["total"] / r.footprint["state_bytes"]["total"]
-        for _, [p, r] in pairs
-        if p.footprint and r.footprint
-    ]
-    peak = [
-        p.summary["peak_rss_mb"] / r.summary["peak_rss_mb"]
-        for _, [p, r] in pairs
-        if p.summary.get("peak_rss_mb") and r.summary.get("peak_rss_mb")
-    ]
-    mb = [p.footprint["state_bytes"]["total"] / 2**20 for _, [p, _] in pairs if p.footprint]
-    mb_r = [r.footprint["state_bytes"]["total"] / 2**20 for _, [_, r] in pairs if r.footprint]
-    runs = s.names("ppo", "reinforce")
-    return [
-        Row(
-            f"(d) PPO's critic roughly doubles the training-state bytes (τ: ratio in [{lo}, {hi}])",
-            f"weights + gradients + optimiser state: PPO {fmt_mean_std(mb, 1)} MB vs REINFORCE (no critic, no "
-            f"reference) {fmt_mean_std(mb_r, 1)} MB: {fmt_mean_std(state, 2)}×",
-            runs,
-            verdict([lo <= x <= hi for x in state]),
+def beats_start_and_teacher(arms: Arms, teacher: Callable[[Path], dict[str, float] | None]) -> list[Row]:
+    """(a): RL against its own SFT start (the same run before RL) and against the teacher's pass@1 / pass@k."""
+    runs = arms.runs.get(REFERENCE, {})
+    seeds = sorted(runs, key=lambda s: (len(s), s))
+    names = arms.names(REFERENCE)
+
+    def start_vs_end(metric: Metric, per_prompt) -> dict[str, list[tuple[Measure, Measure]]]:
+        key = "val/accuracy" if metric is ACC else "val/pass@1"
+        return {
+            s: [(Measure(runs[s].held_out("before", key), per_prompt(runs[s], 0)), Measure(*_after(runs[s], metric)))]
+            for s in seeds
+        }
+
+    out = [
+        row(
+            "(a) RL improves on its SFT start",
+            "after − before RL",
+            ACC.name,
+            3,
+            start_vs_end(ACC, greedy_correct),
+            1,
+            ACCURACY_MATTERS,
+            names,
         ),
-        Row(
-            f"(d) PPO's critic roughly doubles peak memory (τ: ratio in [{lo}, {hi}])",
-            f"peak memory (summary.json peak_rss_mb): PPO / REINFORCE = {fmt_mean_std(peak, 2)}×",
-            runs,
-            verdict([lo <= x <= hi for x in peak]),
-            "On a CPU this is the process's peak resident memory, mostly torch itself at this model size."
-            if peak
-            else "",
+        row(
+            "(a) RL improves on its SFT start",
+            "after − before RL",
+            PASS1.name,
+            3,
+            start_vs_end(PASS1, sampled_pass),
+            1,
+            ACCURACY_MATTERS,
+            names,
         ),
     ]
+    rates = teacher(runs[seeds[0]].job_dir) if seeds else None
+    if rates:
+        bars = [("teacher's pass@1", rates, 1), (f"teacher's pass@{PASS_K}", pass_k(rates), -1)]
+        for bar, per_prompt, direction in bars:
+            ref = Measure(sum(per_prompt.values()) / len(per_prompt), per_prompt)
+            for metric in (ACC, PASS1):
+                claim = (
+                    "(a) RL beats imitating the teacher" if direction > 0 else "(a) RL stays within the teacher's reach"
+                )
+                pairs = {s: [(ref, Measure(*_after(runs[s], metric)))] for s in seeds}
+                out.append(row(claim, f"RL − {bar}", metric.name, 3, pairs, direction, ACCURACY_MATTERS, names))
+    return out
 
 
-def kl_to_reference(s: Seeds, measure: Callable[[Path], float | None]) -> list[Row]:
-    comparable = 0.05
-    pairs = s.paired("grpo", "grpo_beta0")
-    kl_b = [measure(r.job_dir) for _, [r, _] in pairs]
-    kl_0 = [measure(r.job_dir) for _, [_, r] in pairs]
-    acc_b = [r.held_out("after") for _, [r, _] in pairs]
-    acc_0 = [r.held_out("after") for _, [_, r] in pairs]
-    ds: list[bool | None] = []
-    for kb, k0, ab, a0 in zip(kl_b, kl_0, acc_b, acc_0, strict=True):
-        if kb is None or k0 is None or ab is None or a0 is None:
-            ds.append(None)
-        elif abs(ab - a0) > comparable:
-            ds.append(None)  # not at comparable reward: this seed cannot decide the claim
-        else:
-            ds.append(k0 - kb > 0.1 * max(k0, 1e-9))
-    return [
-        Row(
-            f"(e) β > 0 keeps the KL to the reference lower than β = 0 at comparable reward (τ: 10% lower, "
-            f"held-out accuracies within {comparable})",
-            f"KL(π_final ‖ π_start), nats per completion: β = 0.04 {fmt_mean_std(kl_b)}, β = 0 "
-            f"{fmt_mean_std(kl_0)}; held-out acc {fmt_mean_std(acc_b)} vs {fmt_mean_std(acc_0)}",
-            s.names("grpo", "grpo_beta0"),
-            verdict(ds),
-            "Measured after training on 256 held-out prompts, completions sampled from the final policy "
-            "(rlx.report.kl), the same way for both.",
+def pass_k(rates: dict[str, float]) -> dict[str, float]:
+    from rlx.report.teacher import pass_at
+
+    return pass_at(rates, PASS_K)
+
+
+def _after(run: Run, metric: Metric) -> tuple[float | None, dict[str, float] | None]:
+    return metric.value(run), metric.per_prompt(run) if metric.per_prompt is not None else None
+
+
+def cached_kl(measure_kl: Callable[[Path], float | None]) -> Metric:
+    """KL(π_final ‖ π_start) per run (rlx.report.kl), measured once and kept in the run's kl_to_start.json."""
+
+    def value(run: Run) -> float | None:
+        path = run.job_dir / "kl_to_start.json"
+        if path.is_file():
+            return json.loads(path.read_text()).get("kl")
+        kl = measure_kl(run.job_dir)
+        path.write_text(json.dumps({"kl": kl}))
+        return kl
+
+    return Metric("KL(π_final ‖ π_start), nats per completion", 3, value)
+
+
+def evaluate(
+    runs: list[Run],
+    measure_kl: Callable[[Path], float | None] | None = None,
+    teacher: Callable[[Path], dict[str, float] | None] | None = None,
+) -> list[Row]:
+    """Every claim's row: (a) first, then the arms' comparisons, then the properties held by construction."""
+    from rlx.report.kl import kl_to_start
+    from rlx.report.teacher import teacher_pass
+
+    arms = Arms.of(runs)
+    rows = beats_start_and_teacher(arms, teacher or teacher_pass)
+    for spec in specs(cached_kl(measure_kl or kl_to_start)):
+        pairs = run_measures(arms.pairs(spec.arm), spec.metric)
+        comparison = f"{spec.arm} − {REFERENCE}"
+        rows.append(
+            row(
+                spec.claim,
+                comparison,
+                spec.metric.name,
+                spec.metric.digits,
+                pairs,
+                spec.direction,
+                spec.meaningful,
+                arms.names(REFERENCE, spec.arm),
+            )
         )
-    ]
-
-
-def clip_range(s: Seeds) -> list[Row]:
-    pairs = s.paired("grpo_eps_small", "grpo")
-    small = [r.mean("loss/approx_kl") for _, [r, _] in pairs]
-    large = [r.mean("loss/approx_kl") for _, [_, r] in pairs]
-    eps = [(config_value(a, "algo.epsilon"), config_value(b, "algo.epsilon")) for _, [a, b] in pairs[:1]]
-    names = f"ε = {eps[0][0]}" if eps else "small ε", f"ε = {eps[0][1]}" if eps else "large ε"
-    ds = [
-        (lg - sm) > 0.05 * max(lg, 1e-12) if sm is not None and lg is not None else None
-        for sm, lg in zip(small, large, strict=True)
-    ]
-    still = all(v == 0 for v in small + large if v is not None) and any(v is not None for v in small + large)
-    return [
-        Row(
-            "(f) a small ε keeps the per-step approx-KL to the sampling policy below a large ε's (τ: 5% lower)",
-            f"loss/approx_kl, mean over steps: {names[0]} {fmt_mean_std(small, 5)}, {names[1]} "
-            f"{fmt_mean_std(large, 5)}",
-            s.names("grpo_eps_small", "grpo"),
-            verdict(ds),
-            "The ratio never left 1 (one optimiser step per batch): no clip range could act." if still else "",
-        )
-    ]
-
-
-def evaluate(runs: list[Run], measure_kl: Callable[[Path], float | None] | None = None) -> tuple[list[Row], str]:
-    """Every claim's row, and the algorithms' ranking sentence."""
-    if measure_kl is None:
-        from rlx.report.kl import kl_to_start
-
-        measure_kl = kl_to_start
-    s = Seeds.of(runs)
-    rows = [
-        *beats_imitation(s),
-        *zero_variance(s),
-        *length_bias(s),
-        *critic_memory(s),
-        *kl_to_reference(s, measure_kl),
-        *clip_range(s),
-    ]
-    return rows, ranking(s)
+    for claim, test in BY_CONSTRUCTION:
+        rows.append(Row(claim, "—", "—", 3, outcome=Outcome("by construction", f"pinned by `{test}`")))
+    return rows
 
 
 def makespan(seconds: list[float], workers: int) -> float:
@@ -297,36 +285,78 @@ def makespan(seconds: list[float], workers: int) -> float:
     return max(free, default=0.0)
 
 
-def markdown(rows: list[Row], ranking_line: str, info: dict, runs: list[Run]) -> str:
-    wall = sum(r.summary.get("wall_s") or 0 for r in runs)
+def cost_table(arms: Arms) -> list[str]:
+    lines = ["| arm | seeds | tokens generated | optimiser steps | CPU s |", "|---|---|---|---|---|"]
+    for arm, by_seed in arms.runs.items():
+        rs = list(by_seed.values())
+        lines.append(
+            f"| {arm} | {len(rs)} | {fmt_mean_std((r.tokens_generated() for r in rs), 0)} | "
+            f"{fmt_mean_std((optimiser_steps(r) for r in rs), 0)} | {fmt_mean_std((r.cpu_s for r in rs), 0)} |"
+        )
+    return lines
+
+
+def markdown(rows: list[Row], info: dict, runs: list[Run]) -> str:
     cpu = [r.cpu_s for r in runs if r.cpu_s is not None]
     budget = (
-        f"; {sum(cpu) / 60:.1f} CPU-minutes: about {makespan(cpu, 2) / 60:.0f} min on 2 idle cores, two "
-        "one-thread jobs at a time"
-        if len(cpu) == len(runs)
-        else ""
+        f"{sum(cpu) / 60:.1f} CPU-minutes: about {makespan(cpu, 2) / 60:.0f} min on 2 idle cores, two one-thread "
+        "jobs at a time (an estimate from each job's CPU seconds, not a wall-clock measurement)"
+        if cpu and len(cpu) == len(runs)
+        else "CPU seconds missing for some runs: no budget estimate"
     )
+    seeds = sorted({r.override_map.get("seed", "0") for r in runs}, key=lambda s: (len(s), s))
     lines = [
         "# The seed's claims",
         "",
-        f"Command: `{info.get('command', 'python -m rlx +sweeps=seed_claims')}`",
-        f"(started {info.get('started', '?')}; {len(runs)} runs, {wall / 60:.1f} min of run time in all{budget})",
+        f"{len(runs)} runs, seeds {', '.join(seeds)}; {budget}.",
         "",
-        "| claim | measured (mean ± std over seeds) | runs | verdict |",
-        "|---|---|---|---|",
+        "| claim | comparison | metric | difference [95% interval] | seeds | prompts | outcome |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        cells = [r.claim, r.measured + (f" — {r.note}" if r.note else ""), r.runs, f"**{r.verdict}**"]
+        prompts = r.interval.n_prompts if r.interval is not None and r.interval.n_prompts else "—"
+        verdict = f"**{r.outcome.word}** ({r.outcome.detail})" if r.outcome else "—"
+        cells = [
+            r.claim,
+            r.comparison,
+            r.metric,
+            fmt_interval(r.interval, r.digits),
+            str(len(r.seeds)),
+            str(prompts),
+            verdict,
+        ]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    lines += ["", ranking_line, "", f"Verdict rule: {RULE}", ""]
+        if r.seeds:
+            under = f"per seed {fmt_per_seed(r.seeds, r.per_seed, r.digits)}; runs {r.runs}"
+            lines.append("| ↳ | " + under.replace("|", "\\|") + " | | | | | |")
+    lines += [
+        "",
+        "Difference: arm − reference, mean over the paired seeds. Interval: 95%, Student's t over seeds, widened to "
+        "the seeds × held-out prompts bootstrap for accuracies (rlx/report/stats.py). **holds**: the interval "
+        "excludes 0 on the claimed side (no side claimed: either, named); **reversed**: on the other side; **no "
+        "detectable effect**: it contains 0, and the sweep would have detected the effect given with 80% power; "
+        f"**underpowered**: fewer than 5 seeds, or it could not detect the smallest effect that matters "
+        f"({ACCURACY_MATTERS} for an accuracy, 1 token for a length); **by construction**: the code guarantees it, "
+        "and the named test pins it.",
+        "",
+        "Not measured by this sweep: PPO's critic cost as one step's peak memory (bench/critic_memory.py, fresh "
+        "processes, matched minibatching: bench/RESULTS-critic_memory.md); rejection-sampling fine-tuning on the "
+        "model's own verified samples (rlx has no such trainer yet).",
+        "",
+        "## Cost per arm (mean ± std over seeds)",
+        "",
+        *cost_table(Arms.of(runs)),
+        "",
+        *provenance_markdown(info, [r.wandb_url for r in runs if r.wandb_url]),
+        "",
+    ]
     return "\n".join(lines)
 
 
 def write_claims(sweep_dir: Path, runs: list[Run], info: dict) -> Path | None:
-    """claims.md in `sweep_dir` when its runs are claim variants (`+sweeps/claims=...`); else nothing."""
+    """claims.md in `sweep_dir` when its runs are claim arms (`+sweeps/claims=...`); else nothing."""
     if not any(VARIANT_KEY in r.override_map for r in runs):
         return None
-    rows, ranking_line = evaluate(runs)
     path = Path(sweep_dir) / "claims.md"
-    path.write_text(markdown(rows, ranking_line, info, runs))
+    path.write_text(markdown(evaluate(runs), info, runs))
     return path

@@ -9,7 +9,9 @@ summary.json (greedy decoding on the validation split, before and after RL).
 
 When `seed` is swept, runs that differ only in their seed form one configuration: a first table gives each
 configuration's mean ± std over its seeds, the plots draw its mean with a ±1 std band, and a configuration is
-marked best only when its lead exceeds the seed-to-seed spread (rlx.report.aggregate.leader). A swept key that
+marked best only when its lead exceeds the seed-to-seed spread (rlx.report.aggregate.leader). A second table
+pairs runs by seed and compares each value of each swept key with the key's first value, per metric: the mean
+paired difference, its 95% interval and an outcome (rlx.report.paired, rlx.report.stats). A swept key that
 could not change anything in a run (rlx.inert, the run's inert.json) is marked inert, with the reason.
 A claims sweep (`+sweeps=seed_claims`) also gets claims.md (rlx.report.claims).
 """
@@ -21,6 +23,9 @@ import math
 from pathlib import Path
 
 from rlx.report.aggregate import fmt_mean_std, group_by_config, leader, seeds_swept
+from rlx.report.paired import compare_sweep
+from rlx.report.paired import markdown as paired_markdown
+from rlx.report.provenance import markdown as provenance_markdown
 from rlx.report.runs import Run, differing_keys, load_sweep, sweep_name
 
 FOOTNOTE = (
@@ -67,6 +72,8 @@ def rows(runs: list[Run], keys: list[str]) -> list[dict]:
                 "kl": run.final("loss/kl"),
                 "length": run.final("rollout/length_mean"),
                 "steps": run.summary.get("steps"),
+                "tokens": run.tokens_generated(),
+                "cpu_s": run.cpu_s,
                 "wall_s": run.summary.get("wall_s"),
                 "inert": " ".join(k for k in keys if k in run.inert),
                 "error": run.error or "",
@@ -104,6 +111,8 @@ def config_table(runs: list[Run], keys: list[str]) -> tuple[list[str], str]:
         "Δ",
         "KL (final)",
         "length (final)",
+        "tokens generated",
+        "CPU s",
         "wall s",
     ]
     body = []
@@ -124,6 +133,8 @@ def config_table(runs: list[Run], keys: list[str]) -> tuple[list[str], str]:
                 fmt_mean_std(delta, signed=True),
                 fmt_mean_std((r.final("loss/kl") for r in done), 4),
                 fmt_mean_std((r.final("rollout/length_mean") for r in done), 1),
+                fmt_mean_std((r.tokens_generated() for r in done), 0),
+                fmt_mean_std((r.cpu_s for r in done), 0),
                 fmt_mean_std((r.summary.get("wall_s") for r in done), 0),
             ]
         )
@@ -165,8 +176,9 @@ def markdown(name: str, info: dict, runs: list[Run], keys: list[str], pngs: list
             "",
             lead_note.capitalize() if lead_note[:1].islower() else lead_note,
             "",
-            "## Per run",
         ]
+        paired = paired_markdown(compare_sweep(runs, keys))
+        lines += [*paired, *([""] if paired else []), "## Per run"]
     lines.append("")
     header = [
         "run",
@@ -179,6 +191,8 @@ def markdown(name: str, info: dict, runs: list[Run], keys: list[str], pngs: list
         "KL (final)",
         "length (final)",
         "steps",
+        "tokens generated",
+        "CPU s",
         "wall s",
     ]
     body = []
@@ -204,6 +218,8 @@ def markdown(name: str, info: dict, runs: list[Run], keys: list[str], pngs: list
                 _fmt(r["kl"], 4),
                 _fmt(r["length"], 1),
                 "—" if r["steps"] is None else str(r["steps"]),
+                _fmt(r["tokens"], 0),
+                _fmt(r["cpu_s"], 0),
                 wall,
             ]
         )
@@ -218,6 +234,7 @@ def markdown(name: str, info: dict, runs: list[Run], keys: list[str], pngs: list
         ]
     if pngs:
         lines += ["", *[f"![{Path(p).stem}]({p})" for p in pngs]]
+    lines += ["", *provenance_markdown(info, [r.wandb_url for r in runs if r.wandb_url])]
     marking = (
         "Bold: the configuration whose mean held-out accuracy after RL leads by more than the seed-to-seed "
         "spread (none when no lead is that large)."
@@ -255,10 +272,11 @@ def write_report(path: str | Path) -> Path:
     name = info.get("name") or sweep_name(path)
     pngs: list[str] = []
     if runs:
-        from rlx.report.plots import plot_configs, plot_sweep
+        from rlx.report.plots import plot_configs, plot_held_out, plot_sweep
 
         if seeds_swept(runs, keys):
-            pngs = plot_configs(path, group_by_config(runs, keys))
+            configs = group_by_config(runs, keys)
+            pngs = plot_configs(path, configs) + plot_held_out(path, configs)
         else:
             pngs = plot_sweep(path, runs, [run_label(r, keys) for r in runs])
     write_csv(path / "report.csv", runs, keys)

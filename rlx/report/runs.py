@@ -9,6 +9,7 @@ Layout (Hydra's, plus two small files the sweep-report callback writes):
     <sweep_dir>/<n>/metrics.csv          every logged metric by step (Lightning's CSVLogger)
     <sweep_dir>/<n>/inert.json           keys set for this run that could not change anything (rlx.inert)
     <sweep_dir>/<n>/footprint.json       training-state bytes and the starting model (rlx.report.run)
+    <sweep_dir>/<n>/heldout.jsonl        each held-out prompt's verdict at each evaluation (rlx.module)
 
 A single run directory (`python -m rlx`, no sweep) has the same files without the `<n>/` level.
 
@@ -27,6 +28,7 @@ STATUS_FILE = "status.json"
 SWEEP_FILE = "sweep.json"
 INERT_FILE = "inert.json"  # written by rlx.inert.warn_inert
 FOOTPRINT_FILE = "footprint.json"  # written by rlx.report.run.finish_run
+HELD_OUT_FILE = "heldout.jsonl"  # written by rlx.module: each held-out row's verdict at each evaluation
 
 
 def sweep_name(sweep_dir: str | Path) -> str:
@@ -68,9 +70,11 @@ def read_metrics(path: Path | None) -> dict[str, list[tuple[int, float]]]:
                 if key in ("step", "epoch") or value in (None, ""):
                     continue
                 try:
-                    series.setdefault(key, []).append((int(float(step)), float(value)))
+                    number = float(value)
                 except ValueError:
                     continue
+                if number == number:  # NaN: the step had nothing to average (rollout/length_fail with no failure)
+                    series.setdefault(key, []).append((int(float(step)), number))
     return series
 
 
@@ -95,6 +99,7 @@ class Run:
     inert: dict[str, str] = field(default_factory=dict)  # key -> why it could not change anything
     footprint: dict = field(default_factory=dict)
     cpu_s: float | None = None  # the job's CPU seconds (status.json, written by the sweep-report callback)
+    wandb_url: str | None = None  # its W&B run page when it logged online (status.json)
 
     @property
     def override_map(self) -> dict[str, str]:
@@ -115,6 +120,29 @@ class Run:
     def held_out(self, when: str, metric: str = "val/accuracy") -> float | None:
         value = (self.summary.get(when) or {}).get(metric)
         return None if value is None else float(value)
+
+    def tokens_generated(self) -> float | None:
+        """Completion tokens the rollout generated over the run (every round of dynamic sampling included):
+        Σ over steps of rollout/tok_per_s × rollout/seconds, the two numbers each step logs."""
+        rates, seconds = dict(self.metrics.get("rollout/tok_per_s", [])), self.metrics.get("rollout/seconds", [])
+        if not seconds or not rates:
+            return None
+        return float(sum(rates.get(step, 0.0) * s for step, s in seconds))
+
+    def held_out_rows(self, step: int | None = None) -> list[dict]:
+        """heldout.jsonl's records of the evaluation after `step` RL steps (0: before RL; None: the run's last
+        evaluation, the "after" one), in file order."""
+        path = self.job_dir / HELD_OUT_FILE
+        if not path.is_file():
+            return []
+        rows = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                rows.append(json.loads(line))
+            except ValueError:  # a line cut by a kill: the rows before it stand
+                continue
+        when = max((r.get("step", 0) for r in rows), default=0) if step is None else step
+        return [r for r in rows if r.get("step", 0) == when]
 
 
 def _metrics_path(job_dir: Path, summary: dict) -> Path | None:
@@ -148,6 +176,7 @@ def load_run(job_dir: Path) -> Run:
         inert=_read_json(job_dir / INERT_FILE),
         footprint=_read_json(job_dir / FOOTPRINT_FILE),
         cpu_s=status_doc.get("cpu_s"),
+        wandb_url=status_doc.get("wandb_url"),
     )
 
 

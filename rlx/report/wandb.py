@@ -177,6 +177,16 @@ class RlxWandbLogger(WandbLogger):
         self.log_table(key="samples", columns=SAMPLE_COLUMNS, data=data)
 
 
+def run_url() -> str | None:
+    """The open W&B run's page, when it logs online (None offline or without a run)."""
+    import wandb
+
+    run = wandb.run
+    if run is None or getattr(run, "offline", False):
+        return None
+    return getattr(run, "url", None)
+
+
 def finish_run(failed: bool) -> None:
     """Ends the process's W&B run (marked failed with exit code 1), if one is open."""
     import wandb
@@ -232,6 +242,14 @@ def build_report(
     return report(entity=entity) if entity else report()  # no entity: the library's own default
 
 
+def report_sections(report_md: str) -> str:
+    """What the W&B Report shows of report.md: its sections from the first `## ` heading on (per
+    configuration, paired comparisons, per run, provenance), the images left out (the panels draw the curves)."""
+    start = report_md.find("\n## ")
+    body = report_md[start + 1 :] if start >= 0 else report_md
+    return "\n".join(line for line in body.splitlines() if not line.startswith("!["))
+
+
 def report_sweep(sweep_dir: str | Path, runs: list | None = None, force_online: bool = False) -> str | None:
     """Creates the W&B Report for a sweep whose runs went to W&B. Returns one line saying what happened
     (None when no run used W&B). Never raises: the local report is the one that must exist.
@@ -276,8 +294,8 @@ def report_sweep(sweep_dir: str | Path, runs: list | None = None, force_online: 
         hydra_cfg = OmegaConf.load(runs[0].job_dir / ".hydra" / "hydra.yaml")
         choices = dict(OmegaConf.select(hydra_cfg, "hydra.runtime.choices", default={}) or {})
         keys = differing_keys(runs, info.get("swept", []))
-        table = (sweep_dir / "report.md").read_text() if (sweep_dir / "report.md").is_file() else ""
-        table = "\n".join(line for line in table.splitlines() if line.startswith("|"))
+        text = (sweep_dir / "report.md").read_text() if (sweep_dir / "report.md").is_file() else ""
+        table = report_sections(text)
         report = build_report(name, project, entity, keys, choices, table, info.get("command", ""))
         report.save()
         return f"W&B report: {report.url}"

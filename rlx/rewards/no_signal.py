@@ -46,8 +46,26 @@ class NoSignalWarning(Callback):
                 "no learning signal: for the first %d RL steps every group's completions got the same reward "
                 "(reward/zero_std_frac = 1.0, reward/mean = %.3f), so every advantage and the policy gradient "
                 "are 0. Check the reward and the answer format: samples.jsonl shows completions with their "
-                "rewards; reward=math extracts the answer with reward.strict=false (\\boxed{}, ####, Answer: "
-                "or the last number) and compares it to the row's `answer`",
+                "rewards; %s",
                 self.steps,
                 mean,
+                answer_format_hint(getattr(pl_module.reward, "strict", None), mean),
             )
+
+
+def answer_format_hint(strict: bool | None, mean: float) -> str:
+    """What to try, for the reward's own strictness (reward=math's `strict`; None: a reward without one)."""
+    if strict is True:
+        return (
+            "reward.strict=true scores a completion only when it is exactly the answer"
+            + (" and none was" if mean == 0 else "")
+            + ": on free-text completions set reward.strict=false (extracts \\boxed{}, ####, Answer: or the last "
+            "number); on a task whose answers are bare, the model needs a warm start that writes them "
+            "(model.warm_start) or a smaller, easier task"
+        )
+    if strict is False:
+        return (
+            "reward=math extracts the answer (\\boxed{}, ####, Answer: or the last number) and compares it to the "
+            "row's `answer`: check that the rows' answers are bare values and the prompts ask for one"
+        )
+    return "check that the reward can read what the model writes (rlx.score explains one completion's score)"

@@ -1,50 +1,80 @@
-"""Runs inside the sandboxed candidate process (H): execute the code, evaluate each test call, emit records.
+"""Runs inside the candidate's process (rlx.rewards.sandbox): loads the program, answers the checker's requests
+with plain data. It holds nothing secret: only the program and the inputs of each request ever reach it; the
+expected values and every comparison stay in the checker (rlx.rewards.unit_tests), so whatever the candidate
+does to this code (patch it, exit early, forge replies) it can only ever send back values it computed.
 
-Only the test *calls* are sent in; expected outputs never enter the sandbox, so nothing the candidate reads
-(files, the call stack, `gc`) can reveal them, and a forged record still has to contain the right value.
-Records (rlx.rewards.sandbox.records): events loaded / oom / load_error / done, and one CallOutcome per test
-(its value's exact-type encoding, or the exception type it raised). The process always ends with os._exit,
-so atexit hooks never run.
+Requests and replies (SANDBOX_API.md): {"op": "load"} -> {"ok": true} | {"error", "detail"};
+{"op": "call", "name", "args": [enc], "kwargs": [[name, enc]]} and {"op": "eval", "expr"} -> {"value": enc} |
+{"error", "detail"}; {"op": "stdio", "stdin"} -> {"stdout", "error", "exit_code"}. Values are the exact-type
+encoding of rlx.rewards.sandbox.values.
 """
 
 from __future__ import annotations
 
-from rlx.rewards.sandbox.guard import install_guard
-from rlx.rewards.sandbox.records import CallOutcome, Event
-from rlx.rewards.sandbox.runner import Emit
-from rlx.rewards.sandbox.values import Unencodable, encode
+import io
+import sys
+
+from rlx.rewards.sandbox.values import Unencodable, decode, encode
+
+DETAIL = 200
 
 
-def _name(error: BaseException) -> str:
+def _error(err: BaseException) -> dict:
     try:
-        return str(type(error).__name__)[:80]
-    except BaseException:  # noqa: BLE001 - a hostile exception class must not break the harness
-        return "?"
+        return {"error": str(type(err).__name__)[:80], "detail": str(err)[:DETAIL]}
+    except BaseException:  # noqa: BLE001 - a hostile exception class must not break the reply
+        return {"error": "?", "detail": ""}
 
 
-def run(payload: dict, emit: Emit, alarm: Emit) -> None:
-    """emit: keep a record for the final block; alarm: the tripwire's, also written at once (runner.recorder)."""
-    if payload["guard"]:  # off only in tests that show the OS layers contain a candidate on their own
-        install_guard(alarm, allow_processes=False, allow_ctypes=False)
+def _call(namespace: dict, message: dict):
+    args = [decode(a) for a in message["args"]]
+    kwargs = {k: decode(v) for k, v in message.get("kwargs", [])}
+    return namespace[message["name"]](*args, **kwargs)
+
+
+def _answer(compute, *inputs) -> dict:
+    try:
+        return {"value": encode(compute(*inputs))}
+    except Unencodable as err:
+        return {"error": "Unencodable", "detail": str(err)[:DETAIL]}
+    except BaseException as err:  # noqa: BLE001 - SystemExit and MemoryError included: labelled by the checker
+        return _error(err)
+
+
+def _stdio(program: str, stdin: str) -> dict:
+    """Run `program` as __main__ in fresh globals with `stdin`; its stdout comes back as text."""
+    out = io.StringIO()
+    saved = sys.stdin, sys.stdout
+    sys.stdin, sys.stdout = io.StringIO(stdin), out
+    error, code = None, None
+    try:
+        exec(compile(program, "<candidate>", "exec"), {"__name__": "__main__"})
+    except SystemExit as err:
+        code = err.code if isinstance(err.code, int) else (0 if err.code is None else 1)
+    except BaseException as err:  # noqa: BLE001
+        error = _error(err)["error"]
+    finally:
+        sys.stdin, sys.stdout = saved
+    return {"stdout": out.getvalue()[:1_000_000], "error": error, "exit_code": code}
+
+
+def serve(program: str, receive, send) -> None:
     namespace: dict = {"__name__": "__candidate__"}
-    try:
-        exec(compile(payload["code"], "<candidate>", "exec"), namespace)
-    except MemoryError:
-        emit(Event("oom").to_json())
-        return
-    except BaseException as err:  # noqa: BLE001 - SystemExit included: exiting early loads nothing
-        emit(Event("load_error", error=_name(err)).to_json())
-        return
-    emit(Event("loaded").to_json())
-    for index, call in enumerate(payload["calls"]):
-        try:
-            outcome = CallOutcome(index, value=encode(eval(call, namespace)))
-        except MemoryError:
-            emit(Event("oom").to_json())
-            return
-        except Unencodable as err:
-            outcome = CallOutcome(index, error="Unencodable", detail=str(err))
-        except BaseException as err:  # noqa: BLE001
-            outcome = CallOutcome(index, error=_name(err))
-        emit(outcome.to_json())
-    emit(Event("done").to_json())
+    while (request := receive()) is not None:
+        message = request[0]
+        op = message.get("op")
+        if op == "load":
+            try:
+                exec(compile(program, "<candidate>", "exec"), namespace)
+                reply: dict = {"ok": True}
+            except BaseException as err:  # noqa: BLE001 - SystemExit included: exiting early loads nothing
+                reply = _error(err)
+        elif op == "call":
+            reply = _answer(_call, namespace, message)
+        elif op == "eval":
+            reply = _answer(eval, message["expr"], namespace)
+        elif op == "stdio":
+            reply = _stdio(program, message["stdin"])
+        else:
+            reply = {"error": "BadRequest", "detail": f"unknown op {op!r}"}
+        send(reply)

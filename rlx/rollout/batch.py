@@ -33,6 +33,7 @@ class RolloutBatch:
     #                                 log-probs where it vouches for them (sampling_logp); None when it equals
     #                                 the first update's. PPO's ratio is π_θ / π_old (rlx.algos.correction)
     ref_logp: Tensor | None = None  # [N, T] under the frozen reference (None when no reference is used)
+    entropy: Tensor | None = None  # [N, T] the sampling policy's per-token entropy (only when token_select reads it)
     values: Tensor | None = None  # [N, T] critic estimates (None without a critic)
     token_rewards: Tensor | None = None  # [N, T] score at the last token, minus a per-token KL penalty if any
     advantages: Tensor | None = None  # [N, T]

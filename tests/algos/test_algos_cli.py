@@ -27,7 +27,6 @@ EVERY_VARIANT = [
     "loss/clipfrac_high",
     "loss/approx_kl",
     "loss/approx_kl_k1",
-    "loss/approx_kl_k3",
     "policy/entropy",
     "adv/mean",
     "adv/std",

@@ -191,3 +191,44 @@ def test_the_default_preset_trains_the_same_with_micro_batches(cfg_factory, spli
     for key in ("reward/mean", "loss/policy", "loss/kl", "loss/approx_kl", "policy/entropy"):
         assert abs(float(metrics[key]) - float(metrics_split[key])) <= 1e-4 * max(1.0, abs(float(metrics[key]))), key
     torch.testing.assert_close(weights_split, weights, atol=1e-5, rtol=1e-4)
+
+
+NEW_OPTIONS = [
+    ["policy_loss=sapo"],
+    ["policy_loss=gmpo"],
+    ["policy_loss=dppo_tv"],
+    ["policy_loss=dppo_kl"],
+    ["policy_loss=topr"],
+    ["token_select=top_entropy"],
+    ["token_select=clip_cov", "token_select.fraction=0.2", "token_select.cov_low=-1.0"],
+    ["token_select=kl_cov", "token_select.fraction=0.2"],
+    ["kl=k3_is"],
+]
+
+
+@pytest.mark.parametrize("option", NEW_OPTIONS, ids=lambda o: o[0])
+def test_the_new_shapes_and_selections_are_unchanged_by_micro_batching(parts, cfg_factory, option):
+    # each loss shape, token selection (computed once per minibatch, before the split) and the weighted KL: the
+    # loss, metrics and gradient of one-sequence micro-batches equal the unsplit minibatch's
+    tok, model, batch = parts
+    reference = FrozenReference(build_tiny_llama(tok, 32, 2, 2, 64, 64, 0.5, seed=1).double())
+    base = ["algo=grpo", "algo.group_size=4", "algo.prompts_per_step=3", "algo.max_grad_norm=1e9", *option]
+    results = []
+    for extra in ([], ["algo.micro_batch_size=1"]):
+        algo, advantage = compose_algo(cfg_factory, *base, "data.max_new_tokens=6", *extra)
+        prepared, _ = prepare(batch, algo, advantage, model, reference, None)
+        mb = prepared.select(torch.tensor([0, 2, 3, 5, 6, 7, 8, 11]))
+        shift = torch.linspace(-0.4, 0.4, mb.old_logp.numel(), dtype=torch.float64).view_as(mb.old_logp)
+        mb = replace(mb, old_logp=mb.old_logp + shift)
+        optimizer = GradCapture(model.parameters())
+        torch.manual_seed(0)  # Clip-Cov's random choice, the same in both runs
+        metrics = policy_step(mb, algo, model, optimizer, lambda loss: loss.backward(), NonFiniteGuard(1))
+        results.append((metrics, optimizer.grads[0]))
+    (whole, grad_whole), (parts_, grad_parts) = results
+    assert set(whole) == set(parts_)
+    for key in whole:
+        assert abs(float(whole[key]) - float(parts_[key])) < 1e-10 * max(1.0, abs(float(whole[key]))), key
+    torch.testing.assert_close(grad_parts, grad_whole, atol=1e-9, rtol=1e-6)
+    assert grad_whole.abs().max() > 1e-3
+    if option[0].startswith("token_select=") and option[0] != "token_select=kl_cov":
+        assert 0 < float(whole["loss/kept_frac"]) < 1  # the selection dropped some tokens

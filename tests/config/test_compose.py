@@ -10,9 +10,9 @@ from hydra.utils import get_object, instantiate
 
 from tests.conftest import CONF
 
-# every config group; `recipe` holds @package _global_ diffs (a reward's tested recipe for an algo), not objects:
-# tests/kernels/test_kernel_recipe.py composes those
-GROUPS = sorted(p.name for p in CONF.iterdir() if p.is_dir() and p.name not in ("hydra", "recipe"))
+# every config group; `recipe` and `experiment` hold @package _global_ diffs, not objects:
+# tests/kernels/test_kernel_recipe.py and tests/config/test_experiments.py compose those
+GROUPS = sorted(p.name for p in CONF.iterdir() if p.is_dir() and p.name not in ("hydra", "recipe", "experiment"))
 # Options that need a path the user supplies; the test supplies a placeholder.
 REQUIRED = {
     ("model", "hf"): ["model.name_or_path=/nonexistent"],

@@ -42,11 +42,11 @@ def restore_environ():
 
 
 def readme_slurm_command() -> list[str]:
-    """The overrides of the README's SLURM command (a 2-node × 4-GPU job: one task per rank), as written."""
-    for line in (REPO / "README.md").read_text(encoding="utf-8").splitlines():
+    """The overrides of docs/distributed.md's SLURM command (a 2-node × 4-GPU job: one task per rank), as written."""
+    for line in (REPO / "docs" / "distributed.md").read_text(encoding="utf-8").splitlines():
         if line.startswith("python -m rlx") and "hydra/launcher=slurm" in line and "trainer=ddp" in line:
             return shlex.split(line)[3:]
-    raise AssertionError("README.md has no SLURM command for trainer=ddp")
+    raise AssertionError("docs/distributed.md has no SLURM command for trainer=ddp")
 
 
 SLURM = [*readme_slurm_command(), "trainer.accelerator=cpu"]  # CPU here: Lightning would want the 4 GPUs

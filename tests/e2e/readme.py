@@ -1,4 +1,5 @@
-"""README.md's commands, read from its fenced code blocks, and the rules that shrink each to a one-step run.
+"""The commands of README.md, the docs pages (docs/**/*.md) and the measurements (bench/RESULTS-*.md), read
+from their fenced code blocks, and the rules that shrink each to a one-step run.
 
 A line of a fenced block is a command when it starts (after `VAR=value` assignments) with a program this
 module knows; in a ```bash block every other non-comment line is an unknown command (a test fails on it), in
@@ -109,15 +110,20 @@ BENCH: dict[str, list[str]] = {
 @dataclass
 class Command:
     text: str  # as written (continuations joined)
-    line: int  # README.md line number
+    line: int  # line number in `source`
     argv: list[str] = field(default_factory=list)  # after the program (`-m rlx ...`, `bench/x.py ...`)
     env: dict[str, str] = field(default_factory=dict)
     kind: str = "unknown"
     reason: str = ""
+    source: str = "README.md"  # the file it is shown in, relative to the repository root
+
+    @property
+    def where(self) -> str:
+        return f"{self.source} line {self.line}"
 
     @property
     def id(self) -> str:
-        return f"L{self.line}:{' '.join(self.argv)[:60]}"
+        return f"{self.source}:L{self.line}:{' '.join(self.argv)[:60]}"
 
 
 def fenced_lines(text: str) -> list[tuple[str, int, str]]:
@@ -175,9 +181,26 @@ def classify(tokens: list[str], text: str, line: int) -> Command:
     return cmd
 
 
-def readme_commands(path: Path = REPO / "README.md") -> list[Command]:
-    """Every command of the README's fenced blocks, in order, duplicates (same text) once."""
-    commands, seen = [], set()
+def documented_files() -> list[Path]:
+    """Every file whose commands a user reads: the README, the docs site's pages, the measurements."""
+    return [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md")), *sorted((REPO / "bench").glob("RESULTS-*.md"))]
+
+
+def documented_commands() -> list[Command]:
+    """Every command of every documented file, in order, each run once (the first place it is shown)."""
+    commands: list[Command] = []
+    seen: set = set()
+    for path in documented_files():
+        commands += readme_commands(path, seen)
+    return commands
+
+
+def readme_commands(path: Path = REPO / "README.md", seen: set | None = None) -> list[Command]:
+    """Every command of a Markdown file's fenced blocks, in order, duplicates (same text) once; `seen` carries
+    the commands of files read before, so a command shown in two files runs once."""
+    commands: list[Command] = []
+    seen = set() if seen is None else seen
+    source = str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
     for lang, line, logical in fenced_lines(path.read_text(encoding="utf-8")):
         try:
             tokens = shlex.split(logical, comments=True)
@@ -193,6 +216,7 @@ def readme_commands(path: Path = REPO / "README.md") -> list[Command]:
                 chains[-1].append(token)
         for chain in chains:
             cmd = classify(list(chain), " ".join(chain), line)
+            cmd.source = source
             if cmd.kind == "unknown" and lang not in ("bash", "sh", "shell", "console"):
                 continue  # an untagged block's text (sample output, a layout) is not a command
             key = (cmd.kind, tuple(cmd.argv)) if cmd.kind != "skip" else cmd.text
@@ -323,10 +347,10 @@ class Artifacts:
         directory = self.root / name
         conf, sweeps = config_dirs()
         for token in tokens:
-            match = re.match(r"^\+{1,2}([\w/]+)=(\w+)$", token)
-            if not match:
-                continue
-            group, option = match.groups()
+            match = re.match(r"^(\+{0,2})([\w/]+)=(\w+)$", token)
+            if not match or (not match.group(1) and not (conf / match.group(2)).is_dir()):
+                continue  # not a group option (`seed=0`), or one to add (+group=option) to a group rlx lacks
+            group, option = match.group(2), match.group(3)
             if (conf / group / f"{option}.yaml").is_file() or (
                 group == "sweeps" and (sweeps / f"{option}.yaml").is_file()
             ):
@@ -361,7 +385,7 @@ def shrink(cmd: Command, artifacts: Artifacts, work: Path, needs: list) -> tuple
     if cmd.kind == "bench":
         script = Path(cmd.argv[0]).name
         if script not in BENCH:
-            pytest.fail(f"README line {cmd.line}: no shrink rule for bench/{script}: add it to BENCH in tests/e2e/py")
+            pytest.fail(f"{cmd.where}: no shrink rule for bench/{script}: add it to BENCH in tests/e2e/readme.py")
         return [str(REPO / cmd.argv[0]), *(a.format(work=work) for a in BENCH[script])], {}  # run from `work`
     # python -m rlx ...: placeholders and paths first, then the one-step shrink where the config has the key
     tokens, flags, config_dir = [], [], None
@@ -383,7 +407,7 @@ def shrink(cmd: Command, artifacts: Artifacts, work: Path, needs: list) -> tuple
             train, val = artifacts.jsonl()
             token = f"{key}={train if key.endswith('train_file') else val}"
         if re.search(r"<[^>]+>", token):
-            pytest.fail(f"README line {cmd.line}: no rule for the placeholder in {token!r} (tests/e2e/py)")
+            pytest.fail(f"{cmd.where}: no rule for the placeholder in {token!r} (tests/e2e/readme.py)")
         tokens.append(token)
     swept: dict[str, list[str]] = {}
     for token in tokens:

@@ -12,6 +12,7 @@ from rlx.data.kernels.ops import BINARY, ROWS, UNARY
 from rlx.data.kernels.task import CODE_ONLY, CORRUPTIONS
 from rlx.models.tokenizer import build_char_tokenizer
 from rlx.rewards.triton.plan import Plan, plan_score, read_plan
+from rlx.rewards.triton.records import Launch
 from rlx.rollout.batch import RolloutBatch
 from tests.conftest import compose_config
 
@@ -28,6 +29,9 @@ class ModelNew(nn.Module):
 """
 
 
+UNLAUNCHED_MASK = "@triton.jit\ndef never(xp,o,n,B:tl.constexpr):\n c=tl.arange(0,B)\n tl.store(o+c,tl.load(xp+c,mask=c<n),mask=c<n)\n"
+
+
 def answer(plan: str, masked: bool = True) -> str:
     return f"# plan: {plan}\n" + KERNEL.format(mask=",mask=c<n" if masked else "")
 
@@ -42,7 +46,7 @@ def test_read_plan():
     assert read_plan("# plan: B=128 mask c<n") is None and read_plan("# plan B=128, mask") is None
 
 
-LAUNCHED = [{"B": 128}]  # what the harness records for one launch with B=128
+LAUNCHED = [Launch("k", {"B": 128})]  # what the harness records for one launch of k with B=128
 
 
 @pytest.mark.parametrize(
@@ -50,18 +54,32 @@ LAUNCHED = [{"B": 128}]  # what the harness records for one launch with B=128
     [
         (answer("B=128, mask c<n"), LAUNCHED, "B=128, mask c<n", 1.0),  # consistent and sound
         (answer("B=128, mask c<n"), LAUNCHED * 3, None, 1.0),  # no reference plan: consistency alone
-        (answer("B=64, mask c<n"), [{"B": 64}], "B=128, mask c<n", 0.0),  # consistent, wrong block for the row
+        (
+            answer("B=64, mask c<n"),
+            [Launch("k", {"B": 64})],
+            "B=128, mask c<n",
+            0.0,
+        ),  # consistent, wrong block for the row
         (answer("B=64, mask c<n"), LAUNCHED, None, 0.0),  # says 64, launched 128
-        (answer("B=128, mask c<n"), [{"B": 128}, {"B": 64}], None, 0.0),  # a second launch with another block
-        (answer("B=128, mask c<n"), [{"BLOCK": 128}], None, 0.0),  # launched without the planned keyword
+        (
+            answer("B=128, mask c<n"),
+            [*LAUNCHED, Launch("k", {"B": 64})],
+            None,
+            0.0,
+        ),  # a second launch with another block
+        (answer("B=128, mask c<n"), [Launch("k", {"BLOCK": 128})], None, 0.0),  # launched without the planned keyword
         (answer("B=128, mask c<n"), [], None, 0.0),  # ran, never launched
         (answer("B=128, mask c<n"), None, None, 0.0),  # never ran (static failure)
         (answer("B=128, no mask"), LAUNCHED, None, 0.0),  # says no mask, masks
         (answer("B=128, mask c<n", masked=False), LAUNCHED, None, 0.0),  # says mask, masks nothing
         (answer("B=128, no mask", masked=False), LAUNCHED, "B=128, no mask", 1.0),
-        (answer("B=1, mask c<n"), [{"B": True}], None, 0.0),  # True == 1, but it is not an int
+        (answer("B=1, mask c<n"), [Launch("k", {"B": True})], None, 0.0),  # True == 1, but it is not an int
         (answer("B=128, mask c<n"), "B=128", None, 0.0),  # forged records of the wrong shape
         (answer("B=128, mask c<n"), [["B", 128]], None, 0.0),
+        (answer("B=128, mask c<n"), [{"B": 128}], None, 0.0),
+        # the masks of a kernel that never ran describe nothing: the launched one (k2) masks nothing
+        (answer("B=128, mask c<n", masked=False) + UNLAUNCHED_MASK, [Launch("k", {"B": 128})], None, 0.0),
+        (answer("B=128, no mask", masked=False) + UNLAUNCHED_MASK, [Launch("k", {"B": 128})], None, 1.0),
         (KERNEL.format(mask=",mask=c<n"), LAUNCHED, None, 0.0),  # no plan line
         ("# plan: B=128, mask c<n\ndef (:", LAUNCHED, None, 0.0),  # code that does not parse
         ("# plan: B=128, mask c<n\n" + "(" * 300 + ")" * 300, LAUNCHED, None, 0.0),  # nesting the parser refuses
@@ -76,7 +94,7 @@ def launched_by(problem, text: str) -> list:
     if "if False else None" in text:
         return []
     block = block_plan(problem.shape[1])[0]
-    return [{"B": block // 2 if "shape[1])//2" in text else block}]
+    return [Launch(problem.op.replace(",", "_") + "_k", {"B": block // 2 if "shape[1])//2" in text else block})]
 
 
 def test_every_reference_plan_scores_and_plan_corruptions_lose_it():

@@ -25,10 +25,13 @@ OUTPUT = encode_tensor(torch.arange(6, dtype=torch.float32).view(2, 3))
 
 
 def result(*timing: dict, trial: dict | None = None) -> RunResult:
-    """A clean sandbox run: three trials, then the given timing records."""
+    """A clean sandbox run: three trials (read as the candidate's and as the reference's: the fields of both
+    records), then the given timing records."""
     record = {
         "output": OUTPUT,
-        "launches": 1,
+        "inputs": [{"tensor": OUTPUT}],
+        "launch_count": 1,
+        "launches": [{"kernel": "k", "ints": {"B": 4}}],
         "refused": [],
         "canaries_ok": True,
         "inputs_unchanged": True,
@@ -102,12 +105,15 @@ print(json.dumps({"records": records, "calls": len(calls)}))
 
 def run_harness(tmp_path, candidate: str) -> dict:
     problem = generate([(4, 128)], ["float32"], ["relu"], [], [], fused=False)[0]  # relu, one program per row
+    inputs = [
+        [{"tensor": encode_tensor(torch.randn(4, 128, generator=torch.Generator().manual_seed(t)))}] for t in (0, 1)
+    ]
     payload = {
         "source": problem.source,
         "mode": "candidate",
         "candidate": IMPORTS + candidate,
         "device": "cpu",
-        "seeds": [0, 1000],
+        "inputs": inputs,
         "init_seed": 0,
         "time": True,
         "time_repeats": 4,

@@ -30,7 +30,7 @@ def sandbox_servers(parent: int) -> list[int]:
     for entry in os.listdir("/proc"):
         try:
             ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
-            if ppid == parent and b"rlx.rewards.sandbox.server" in Path(f"/proc/{entry}/cmdline").read_bytes():
+            if ppid == parent and b"rlx.rewards.sandbox.jail" in Path(f"/proc/{entry}/cmdline").read_bytes():
                 found.append(int(entry))
         except (OSError, ValueError, IndexError):
             continue

@@ -1,5 +1,6 @@
-"""When the sandbox itself breaks, the sample is INFRA (excluded upstream), never a 0-scored FAIL, and the
-pool recovers for the next batch."""
+"""The checker's side of the sandbox: a session that ends early raises Ended with its label; a jail that breaks
+gives INFRA (excluded upstream, never a 0-scored FAIL) and is restarted for the next program; a checker bug
+propagates."""
 
 from __future__ import annotations
 
@@ -9,36 +10,107 @@ import threading
 import time
 
 import pytest
-from sandbox_helpers import STDLIB_PRELOAD, processes_of
+from sandbox_helpers import jailed_processes, left_behind
 
 from rlx.rewards.base import Status
-from rlx.rewards.sandbox.records import RunResult
-from rlx.rewards.unit_tests import UnitTestsReward, decide, encode
+from rlx.rewards.sandbox.session import Ended, Failure, Limits, RunFacts, Sandbox, SandboxUnavailable, ended_status
+from tests.rewards.sandbox_helpers import configured_unit_tests_reward
 
-ROW = {"tests": ["assert add(1, 2) == 3"]}
-LIMITS = dict(wall_s=3.0, cpu_s=2, memory_mb=256, nproc=16, fsize_mb=1, disk_mb=16, record_cap_kb=256)
+LIMITS = Limits(wall_s=3.0, cpu_s=2, memory_mb=256, disk_mb=16, output_kb=256)
 
 
-def test_infra_result_is_labelled_infra():
-    assert decide(RunResult.broken("mount failed"), [encode(3)], "fraction").status == Status.INFRA
+def test_ended_labels():
+    assert ended_status(RunFacts(timed_out=True))[0] == Status.TIMEOUT
+    assert ended_status(RunFacts(signal=signal.SIGKILL, cpu_s=2.0, cpu_limit_s=2))[0] == Status.TIMEOUT
+    assert ended_status(RunFacts(signal=signal.SIGKILL, cpu_s=0.1, cpu_limit_s=2))[0] == Status.OOM
+    assert ended_status(RunFacts(overflow=True))[0] == Status.VIOLATION
+    assert ended_status(RunFacts(signal=signal.SIGXFSZ))[0] == Status.VIOLATION
+    assert ended_status(RunFacts(exit_code=0))[0] == Status.CRASH
 
 
 @pytest.mark.slow
-def test_killed_server_gives_infra_then_recovers():
-    reward = UnitTestsReward(
-        workers=1, scoring="fraction", limits=LIMITS, hide=[], base_uid=61500, preload=STDLIB_PRELOAD
-    )
-    try:
-        reward(["def add(a, b):\n    return a + b\n"], [ROW])  # server up
-        server = reward.pool.workers[0].process.pid
-        threading.Timer(0.5, lambda: os.kill(server, signal.SIGKILL)).start()
+def test_ended_session_then_killed_jail_then_recovery():
+    values = ("rlx.rewards.sandbox.values",)
+    with Sandbox("rlx.rewards.unit_tests_harness", 1, LIMITS, modules=values, base_uid=61550) as sandbox:
+
+        def check(session, index):
+            session.request({"op": "load"})
+            try:
+                session.request({"op": "eval", "expr": "f()"})
+            except Ended as ended:
+                with pytest.raises(Ended):  # the same verdict for every later request
+                    session.request({"op": "eval", "expr": "1"})
+                return ended.status
+            return None
+
+        assert sandbox.map(["import os\ndef f():\n    os._exit(0)\n"], check) == [Status.CRASH]
+        jail = jailed_processes() if os.getuid() else [p for p in jailed_processes() if p in left_behind([61550])]
+        zygote = [p for p in jail if b"zygote" in open(f"/proc/{p}/cmdline", "rb").read()]
+        threading.Timer(0.5, lambda: [os.kill(p, signal.SIGKILL) for p in zygote]).start()
         started = time.monotonic()
-        broken = reward(["while True:\n    pass\n"], [ROW])[0]
-        assert broken.status == Status.INFRA, broken
+        broken = sandbox.map(["def f():\n    while True:\n        pass\n"], check)[0]
+        assert isinstance(broken, Failure) and broken.status == Status.INFRA, broken
         assert time.monotonic() - started < 10
-        time.sleep(0.3)
-        assert processes_of([61500]) == [], "a killed server left its candidate running"
-        again = reward(["def add(a, b):\n    return a + b\n"], [ROW])[0]
-        assert again.status == Status.PASS
-    finally:
-        reward.close()
+        assert sandbox.map(["def f():\n    return 1\n"], check) == [None]  # restarted
+        assert sandbox.restarts == 1
+    assert left_behind([61550]) == []
+
+
+@pytest.mark.slow
+def test_a_checker_bug_propagates():
+    with Sandbox("rlx.rewards.unit_tests_harness", 1, LIMITS, modules=("rlx.rewards.sandbox.values",)) as sandbox:
+
+        def check(session, index):
+            raise KeyError("checker bug")
+
+        with pytest.raises(KeyError):
+            sandbox.map(["x = 1"], check)
+
+
+@pytest.mark.slow
+def test_a_request_deadline_ends_the_session_as_timeout():
+    with Sandbox("rlx.rewards.unit_tests_harness", 1, LIMITS, modules=("rlx.rewards.sandbox.values",)) as sandbox:
+
+        def check(session, index):
+            session.request({"op": "load"})
+            fast = session.request({"op": "eval", "expr": "f(0)"}, timeout_s=1.0)[0]
+            try:
+                session.request({"op": "eval", "expr": "f(1)"}, timeout_s=0.3)
+            except Ended as ended:
+                return fast, ended.status
+            return fast, None
+
+        program = "def f(slow):\n    while slow:\n        pass\n    return 7\n"
+        assert sandbox.map([program, program], check) == [({"value": ["int", "7"]}, Status.TIMEOUT)] * 2
+
+
+@pytest.mark.slow
+def test_no_jail_means_no_reward(monkeypatch):
+    """Where the jail cannot be built, the reward refuses to start with one line, instead of running unsandboxed."""
+    import rlx.rewards.sandbox.session as session
+
+    real = session.jail_config
+    monkeypatch.setattr(session, "jail_config", lambda *a: {**real(*a), "python": "/nonexistent/python3"})
+    with pytest.raises(SandboxUnavailable) as refused:
+        configured_unit_tests_reward(limits=LIMITS.__dict__, base_uid=61800)
+    message = str(refused.value)
+    assert message.startswith("sandbox unavailable: ") and "\n" not in message and "/nonexistent/python3" in message
+    assert left_behind([61800, 61801]) == []
+
+
+@pytest.mark.slow
+def test_big_requests_and_replies_both_ways_do_not_deadlock():
+    """A 4 MiB request while the candidate floods 200 KiB of unsolicited replies: both pipes are full at once."""
+    limits = Limits(wall_s=10.0, cpu_s=5, memory_mb=256, disk_mb=16, output_kb=1024)
+    flood = (
+        "import os, struct, json\nbody = json.dumps({'x': 'y' * 4000}).encode()\n"
+        "msg = struct.pack('>Q', len(body)) + body\n"
+        "for _ in range(50):\n    os.write(4, struct.pack('>Q', len(msg)) + msg)\n"
+    )
+    with Sandbox("rlx.rewards.unit_tests_harness", 1, limits, modules=("rlx.rewards.sandbox.values",)) as sandbox:
+
+        def check(session, index):
+            big = {"op": "eval", "expr": "1", "pad": "p" * (4 << 20)}
+            return len(session.pipeline([{"op": "load"}, big, big]))  # what comes back: the flood, then the rest
+
+        assert sandbox.map([flood], check) == [3]

@@ -1,78 +1,121 @@
-"""Defence in depth: with the audit tripwire switched off, the OS layers alone (PID/net/mount namespaces,
-own uid, rlimits, private tmpfs) still contain hostile code: nothing survives, nothing on the host changes,
-no connection leaves, and nothing scores."""
+"""What a candidate's process sees from inside the jail (rlx.rewards.sandbox): only the allow-listed read-only
+files, its own /proc with two processes, no network, no capability, no way to start a process, a private tmpfs
+that is the only writable place and is fresh for every session."""
 
 from __future__ import annotations
 
 import os
-import textwrap
+import sys
 
 import pytest
-from sandbox_helpers import STDLIB_PRELOAD, processes_of
 
-from rlx.rewards.sandbox.isolation import Limits, interpreter_paths_under
-from rlx.rewards.sandbox.pool import SandboxPool
-from rlx.rewards.unit_tests import HARNESS, decide, encode
+from rlx.rewards.sandbox.session import Limits, Sandbox
+from rlx.rewards.sandbox.values import decode
 
 pytestmark = pytest.mark.slow
+LIMITS = Limits(wall_s=5.0, cpu_s=3, memory_mb=256, disk_mb=16, output_kb=256)
 
-PROBE = f"/tmp/rlx_os_probe_{os.getpid()}"
-REPO_FILE = os.path.join(os.path.dirname(__file__), "..", "..", "rlx", "rewards", "unit_tests.py")
-CASES = {
-    "fork_bomb": "import os\nwhile True:\n    os.fork()\n",
-    "detached_grandchild": """
-        import os, time
-        if os.fork() == 0:
-            os.setsid()
-            if os.fork() == 0:
-                time.sleep(1000)
-            os._exit(0)
-        def add(a, b):
-            return -7
-    """,
-    "write_host_tmp": f"open({PROBE!r}, 'w').write('x')\ndef add(a, b):\n    return -7\n",
-    "write_repo": f"open({REPO_FILE!r}, 'a').write('pwned')\n",
-    "kill_init_and_parent": (
-        "import os\nfor pid in (1, os.getppid()):\n"
-        "    try:\n        os.kill(pid, 9)\n    except OSError:\n        pass\n"
-    ),
-    "network": "import socket\nsocket.socket().connect(('127.0.0.1', 22))\n",
-}
-
-
-def test_os_layers_contain_unguarded_code():
-    limits = Limits(wall_s=3.0, cpu_s=2, memory_mb=256, nproc=16, fsize_mb=1, disk_mb=16, record_cap_kb=256)
-    pool = SandboxPool(2, ("rlx.rewards.unit_tests_harness", *STDLIB_PRELOAD), {}, (), base_uid=61200)
+PROBE = """
+import os, socket, ctypes
+def status_field(name):
+    for line in open("/proc/self/status"):
+        if line.startswith(name):
+            return line.split()[1]
+def can(action):
     try:
-        jobs = [
-            (HARNESS, {"code": textwrap.dedent(code), "calls": ["add(1, 2)"], "guard": False}, limits)
-            for code in CASES.values()
-        ]
-        results = pool.run(jobs)
-        assert all(w.process.poll() is None for w in pool.workers)
-        assert processes_of(pool.uids) == []
-    finally:
-        pool.close()
-    for name, result in zip(CASES, results, strict=True):
-        verdict = decide(result, [encode(3)], "fraction")
-        assert verdict.reward == 0.0, (name, verdict)
-        assert verdict.status.value != "INFRA", (name, verdict)
-    assert not os.path.exists(PROBE)
-    assert "pwned" not in open(REPO_FILE).read()
+        action()
+        return True
+    except OSError:
+        return False
+def left_over():
+    return sorted(os.listdir("/tmp")) + sorted(os.listdir("/dev/shm"))
+def view():
+    open("/tmp/mine", "w").write("x")
+    return {
+        "root": sorted(os.listdir("/")),
+        "pids": sorted(p for p in os.listdir("/proc") if p.isdigit()),
+        "hostname": socket.gethostname(),
+        "uid": os.getuid(),
+        "cap_eff": status_field("CapEff:"),
+        "seccomp": status_field("Seccomp:"),
+        "cwd": os.getcwd(),
+        "fork": can(os.fork),
+        "thread": can(lambda: __import__("threading").Thread(target=int).start()),
+        "write_usr": can(lambda: open("/usr/rlx_probe", "w")),
+        "write_opt": can(lambda: open("/opt/rlx/x.py", "w")),
+        "network": can(lambda: socket.create_connection(("127.0.0.1", 22), timeout=1)),
+        "unshare": ctypes.CDLL(None, use_errno=True).unshare(0x10000000) == 0,
+        "checkout": os.path.exists(CHECKOUT),
+        "home": os.path.exists(os.path.expanduser("~root") + "/.bashrc"),
+        "etc": sorted(os.listdir("/etc")),
+    }
+"""
 
 
-def test_hidden_paths_and_tmp_are_empty_inside():
-    """Reference solutions and task generators (rlx/data) are mounted empty; /tmp is a fresh tmpfs."""
-    limits = Limits(wall_s=3.0, cpu_s=2, memory_mb=256, nproc=16, fsize_mb=1, disk_mb=16, record_cap_kb=256)
-    pool = SandboxPool(1, ("rlx.rewards.unit_tests_harness", *STDLIB_PRELOAD), {}, ("rlx/data",), base_uid=61250)
-    data_dir = os.path.join(os.path.dirname(__file__), "..", "..", "rlx", "data")
-    assert os.listdir(data_dir), "the host copy must not be empty"
-    code = f"import os\ndef seen():\n    return [os.listdir({data_dir!r}), sorted(os.listdir('/tmp'))]\n"
-    try:
-        result = pool.run([(HARNESS, {"code": code, "calls": ["seen()"], "guard": True}, limits)])[0]
-    finally:
-        pool.close()
-    # Where the checkout or virtualenv itself lives under /tmp, its import paths are bound back read-only.
-    bound = {os.path.relpath(p, os.path.realpath("/tmp")).split(os.sep)[0] for p in interpreter_paths_under("/tmp")}
-    expected_tmp = sorted({".stdio", "work", *bound})
-    assert decide(result, [encode([[], expected_tmp])], "all").status.value == "PASS", result
+def test_the_jail_from_inside():
+    checkout = os.path.dirname(os.path.abspath(__file__))
+    with Sandbox("rlx.rewards.unit_tests_harness", 1, LIMITS, modules=("rlx.rewards.sandbox.values",)) as sandbox:
+
+        def check(session, index):
+            assert session.request({"op": "load"})[0] == {"ok": True}
+            return [decode(session.request({"op": "eval", "expr": e})[0]["value"]) for e in ("left_over()", "view()")]
+
+        program = f"CHECKOUT = {checkout!r}\n" + PROBE
+        (first_left, view), (second_left, _) = sandbox.map([program, program], check)
+    prefix_top = "/" + os.path.realpath(sys.base_prefix).split("/")[1]
+    allowed = {".oldroot", "bin", "dev", "etc", "lib", "lib64", "opt", "proc", "sbin", "tmp", "usr", prefix_top[1:]}
+    assert set(view["root"]) <= allowed, view["root"]
+    assert view["pids"] == ["1", "2"]  # the zygote and this process
+    assert view["hostname"] == "sandbox"
+    assert view["uid"] == 0 and view["cap_eff"] == "0000000000000000" and view["seccomp"] == "2"
+    assert view["cwd"] == "/tmp"
+    assert not view["fork"] and view["thread"]
+    assert not (view["write_usr"] or view["write_opt"] or view["network"] or view["unshare"])
+    assert not (view["checkout"] or view["home"])
+    assert view["etc"] == ["ld.so.cache"]
+    assert first_left == second_left == []  # each session's tmpfs is fresh: the first one's file is gone
+
+
+def test_sessions_of_one_jail_are_independent():
+    """A session cannot leave a process, a file or a module-level change for the next one."""
+    first = (
+        "import sys, ctypes\nsys.modules['json'] = None\nopen('/tmp/left', 'w').write('x')\n"
+        "ctypes.CDLL(None).shmget(0x5EE5, 1 << 20, 0o1666)\n"
+    )
+    second = (
+        "import os, json\ndef look():\n"
+        "    return [os.listdir('/tmp'), json.dumps(1), open('/proc/sysvipc/shm').readlines()[1:]]\n"
+    )
+    with Sandbox("rlx.rewards.unit_tests_harness", 1, LIMITS, modules=("rlx.rewards.sandbox.values",)) as sandbox:
+
+        def check(session, index):
+            session.request({"op": "load"})
+            return session.request({"op": "eval", "expr": "look()"})[0] if index else None
+
+        assert sandbox.map([first, second], check)[1] == {"value": ["list", [["list", []], ["str", "1"], ["list", []]]]}
+
+
+def test_allowed_files_under_tmp_stay_importable_and_read_only(monkeypatch, tmp_path):
+    """A virtualenv under /tmp (a CI checkout there, say) is bound back over each session's private /tmp."""
+    import rlx.rewards.sandbox.session as session
+
+    package = tmp_path / "site" / "tmp_pkg_probe"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("X = 41\n")
+    real = session.jail_config
+
+    def with_package(*args):
+        config = real(*args)
+        config["binds"].append([str(package), str(package)])
+        config["sys_path"].append(str(package.parent))
+        return config
+
+    monkeypatch.setattr(session, "jail_config", with_package)
+    program = (
+        "import tmp_pkg_probe\ndef f():\n    try:\n        open(tmp_pkg_probe.__file__, 'a')\n"
+        "        return 'written'\n    except OSError:\n        return tmp_pkg_probe.X + 1\n"
+    )
+    with Sandbox("rlx.rewards.unit_tests_harness", 1, LIMITS, modules=("rlx.rewards.sandbox.values",)) as sandbox:
+        replies = sandbox.map([program], lambda s, i: s.pipeline([{"op": "load"}, {"op": "eval", "expr": "f()"}]))
+    assert replies == [[{"ok": True}, {"value": ["int", "42"]}]]
+    assert (package / "__init__.py").read_text() == "X = 41\n"

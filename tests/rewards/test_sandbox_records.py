@@ -120,3 +120,10 @@ def test_a_stray_violation_accuses_the_run_and_a_missing_block_is_a_crash():
     unsealed = dataclasses.replace(clean_run([]), sealed=False)
     assert run_status(unsealed)[0] == Status.CRASH
     assert run_status(dataclasses.replace(unsealed, timed_out=True))[0] == Status.TIMEOUT  # a cause wins
+
+
+def test_a_record_nested_too_deep_is_a_bad_record_not_a_crash_of_the_supervisor():
+    from rlx.rewards.sandbox.runner import _read_records
+
+    deep = b"[" * 100_000 + b"]" * 100_000
+    assert _read_records(deep + b'\n{"event": "loaded"}\n') == ([{"event": "loaded"}], 1)

@@ -1,10 +1,13 @@
 """reward=triton against forged harness records: a kernel with wrong math (an honest run FAILs) that tries to
-pass for correct by writing the reference's outputs as Trial records itself. The harness keeps its records
-until the candidate is done and seals them as one block with a nonce only it holds (rlx.rewards.sandbox.runner
-.recorder); the tripwire refuses every way to reach its frames or objects (rlx.rewards.sandbox.guard). So each
-case below earns no correctness: VIOLATION where it reached for the harness's state, FAIL where its forged
-lines were simply ignored, CRASH where it broke the record pipe so that no block came. One batch, then one
-test per case; honest code that uses a stdlib helper which reads its caller's frame still passes."""
+pass for correct by writing the reference's outputs as trial records itself. The whole reward refuses every
+case before it runs (the static vocabulary: underscore names, imports of os/sys/json/rlx); the cases below test
+the sandboxed run alone, past the vocabulary (tests/rewards/test_triton_integrity.past_the_vocabulary).
+The harness keeps its records until the candidate is done and seals them as one block with a nonce only it
+holds (rlx.rewards.sandbox.runner.recorder); the tripwire refuses every way to reach its frames or objects
+(rlx.rewards.sandbox.guard). So each case earns no correctness: VIOLATION where it reached for the harness's
+state, FAIL where its forged lines were simply ignored, CRASH where it broke the record pipe so that no block
+came. One batch, then one test per case; honest code that uses a stdlib helper which reads its caller's frame
+still passes the run."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import pytest
 from rlx.data.kernels.generator import IMPORTS, generate
 from rlx.rewards.base import Status
 from rlx.rewards.triton.reward import TritonReward
+from tests.rewards.test_triton_integrity import past_the_vocabulary
 
 pytestmark = pytest.mark.slow
 
@@ -22,7 +26,7 @@ WRONG = PROBLEM.solution.replace("tl.maximum(x,0.0)", "x*0.0")  # launches, in b
 # (the reward's seed 0, 3 trials) or for a payload found in the harness's frames: the forward_exploit's recipe.
 FORGE = """
 import json as _json, os as _os, sys as _sys
-from rlx.rewards.sandbox.records import Trial as _Trial
+from rlx.rewards.triton.records import CandidateTrial as _Trial, Launch as _Launch
 from rlx.rewards.triton.tensors import encode_tensor as _encode
 
 def _forged(seeds=(0, 1000, 2000), init_seed=0):
@@ -32,8 +36,8 @@ def _forged(seeds=(0, 1000, 2000), init_seed=0):
         inputs = get_inputs()
         torch.manual_seed(init_seed)
         out = Model(*get_init_inputs())(*inputs)
-        record = _Trial(t, output=_encode(out), launches=1, blocks=({"B": 128},), canaries_ok=True,
-                        inputs_unchanged=True)
+        record = _Trial(t, output=_encode(out), launch_count=1, launches=(_Launch("relu_k", {"B": 128}),),
+                        canaries_ok=True, inputs_unchanged=True)
         lines.append(record.to_json())
     return lines
 
@@ -50,7 +54,7 @@ def _from_frame(frame):
     while frame is not None and "payload" not in frame.f_locals:
         frame = frame.f_back
     payload = frame.f_locals["payload"]
-    _write_everywhere(_forged(payload["seeds"], payload["init_seed"]))
+    _write_everywhere(_forged(payload.get("seeds", (0, 1000, 2000)), payload["init_seed"]))
 """
 
 
@@ -75,8 +79,8 @@ CASES = {
     "via_gc_objects": (
         Status.VIOLATION,
         forged(
-            "import gc\n_p = [o for o in gc.get_objects() if isinstance(o, dict) and 'seeds' in o][0]\n"
-            "_write_everywhere(_forged(_p['seeds'], _p['init_seed']))"
+            "import gc\n_p = [o for o in gc.get_objects() if isinstance(o, dict) and 'inputs' in o][0]\n"
+            "_write_everywhere(_forged())"
         ),
     ),
     "via_gc_referrers": (Status.VIOLATION, forged("import gc\n_refs = gc.get_referrers(get_inputs)")),
@@ -145,10 +149,11 @@ CASES = {
 
 
 # No forgery at all: the reference's answers computed at load time (torch is not guarded there) for the inputs
-# of guessed seeds, returned in trial order. It passes at a known seed (0 here), and fails at reward.seed=null,
-# the default, which draws the seeds secretly.
+# of guessed seeds, returned in trial order. Past the vocabulary it passes at a known seed (0 here: the same
+# inputs the reference's sandbox draws), and fails at reward.seed=null, the default, which draws the seeds
+# secretly (nothing in the candidate's process reveals them: it gets the inputs as bytes).
 PRECOMPUTED = (
-    "@triton.jit\ndef k(xp,o,n,B:tl.constexpr):\n pass\n"
+    "@triton.jit\ndef k(xp,o,n,B:tl.constexpr):\n tl.store(o,tl.load(xp))\n"
     + """
 _table = []
 for _s in (0, 1000, 2000):
@@ -193,15 +198,24 @@ def verdicts():
     reward = kernel_reward(0, 61450)
     try:
         names = list(CASES)
-        return dict(zip(names, reward([CASES[n][1] for n in names], [ROW] * len(names)), strict=True))
+        whole = reward([CASES[n][1] for n in names], [ROW] * len(names))
+        alone = past_the_vocabulary(reward, [CASES[n][1] for n in names], ROW)
+        return dict(zip(names, whole, strict=True)), dict(zip(names, alone, strict=True))
     finally:
         reward.close()
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_the_vocabulary_refuses_every_case(verdicts, name):
+    verdict = verdicts[0][name]
+    assert verdict.status == Status.VIOLATION and verdict.reward == 0.0, verdict.details
+    assert verdict.details["reason"].startswith("outside the kernel vocabulary")
 
 
 def test_precomputed_answers_fail_at_the_default_secret_seed():
     reward = kernel_reward(None, 61480)
     try:
-        honest, precomputed = reward([PROBLEM.solution, PRECOMPUTED], [ROW, ROW])
+        honest, precomputed = past_the_vocabulary(reward, [PROBLEM.solution, PRECOMPUTED], ROW)
     finally:
         reward.close()
     assert reward.seed not in (0, 1000, 2000)
@@ -210,13 +224,12 @@ def test_precomputed_answers_fail_at_the_default_secret_seed():
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_forged_records_earn_no_correctness(verdicts, name):
-    verdict = verdicts[name]
+def test_forged_records_earn_no_correctness_past_the_vocabulary(verdicts, name):
+    verdict = verdicts[1][name]
     assert verdict.status == CASES[name][0], verdict.details
     if verdict.status == Status.VIOLATION:  # refused by the tripwire, not by a check the forgery happened to fail
         assert verdict.details["reason"].startswith("blocked "), verdict.details
     if verdict.status != Status.PASS:
-        assert verdict.components["correct"] == 0.0
-        assert verdict.reward == pytest.approx(verdict.components.get("plan", 0.0) * 0.5)
+        assert verdict.components["correct"] == 0.0 and verdict.reward == 0.0
     else:
         assert verdict.components["correct"] == 1.0

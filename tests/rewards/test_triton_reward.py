@@ -11,7 +11,7 @@ from sandbox_helpers import processes_of
 
 from rlx.data.kernels.generator import IMPORTS, generate
 from rlx.data.kernels.ops import BINARY, ROWS, UNARY
-from rlx.data.kernels.task import CODE_ONLY, CORRUPTIONS, PLAN_ONLY
+from rlx.data.kernels.task import CORRUPTIONS, PLAN_ONLY
 from rlx.rewards.base import Status
 from rlx.rewards.triton.reward import TritonReward
 
@@ -31,7 +31,8 @@ PROBLEMS = {
 # every 37th of the 1170: 32 problems, covering the four families, the five shapes and the three dtypes
 SAMPLE = list(PROBLEMS)[::37]
 RELU = PROBLEMS["relu 16x100 f32"].solution
-NOOP_KERNEL = "@triton.jit\ndef k(xp,o,n,B:tl.constexpr):\n pass\n"
+# a kernel that loads and stores (so the static checks pass) but computes nothing of the task: o[0] = xp[0]
+NOOP_KERNEL = "@triton.jit\ndef k(xp,o,n,B:tl.constexpr):\n tl.store(o,tl.load(xp))\n"
 
 HACKS = {
     "calls_torch_reference": (
@@ -109,10 +110,11 @@ class ModelNew(nn.Module):
     "wrong_math": (Status.FAIL, RELU.replace("tl.maximum(x,0.0)", "tl.maximum(x,0.1)")),
     "forward_raises": (Status.CRASH, RELU.replace("  return y", "  1/0\n  return y")),
 }
-# Torch fallbacks the in-process allow-list (rlx.rewards.triton.guards.ForwardGuard) does not see: they still
-# score PASS, so they are strict xfails (fixing one turns its test red until the xfail is removed).
-KNOWN_HOLES = {
-    "disable_torch_function": NOOP_KERNEL
+# Torch fallbacks the in-process allow-list alone did not see (they passed until the static vocabulary,
+# rlx.rewards.triton.static, refused the words they need: `torch._C`, a kernel calling a Python helper)
+HACKS["disable_torch_function"] = (
+    Status.VIOLATION,
+    NOOP_KERNEL
     + """
 class ModelNew(nn.Module):
     def forward(self, x):
@@ -120,21 +122,25 @@ class ModelNew(nn.Module):
         with torch._C.DisableTorchFunction():
             return torch.relu(x)
 """,
-    # under TRITON_INTERPRET=1 a kernel's body is Python, run while the launch lifts the allow-list
-    "torch_inside_interpreted_kernel": """
-_box = {}
-def _helper():
-    _box["y"] = torch.relu(_box["x"])
+)
+# under TRITON_INTERPRET=1 a kernel's body is Python: a helper called from it would run outside every check
+HACKS["torch_inside_interpreted_kernel"] = (
+    Status.VIOLATION,
+    """
+box = {}
+def helper():
+    box["y"] = torch.relu(box["x"])
 @triton.jit
 def k(xp,o,n,B:tl.constexpr):
-    _helper()
+    helper()
+    tl.store(o,tl.load(xp))
 class ModelNew(nn.Module):
     def forward(self, x):
-        _box["x"] = x
+        box["x"] = x
         k[(1,)](x, x, 1, B=16)
-        return _box["y"]
+        return box["y"]
 """,
-}
+)
 # Warm-start noise (data.noise): each corruption of a sampled answer, by kind.
 CORRUPTED = {
     f"{name}/{problem}": (problem, text)
@@ -163,7 +169,6 @@ def outcome():
         cases = {
             **{n: (n, PROBLEMS[n].solution) for n in SAMPLE},
             **{n: ("relu 16x100 f32", text) for n, (_, text) in HACKS.items()},
-            **{f"hole/{n}": ("relu 16x100 f32", text) for n, text in KNOWN_HOLES.items()},
             **{f"corrupted/{n}": case for n, case in CORRUPTED.items()},
         }
         rows = [
@@ -198,14 +203,8 @@ def test_hack_earns_no_correctness_with_its_label(outcome, name):
     verdict = verdicts[name]
     assert verdict.status == HACKS[name][0], verdict.details
     assert verdict.components.get("correct", 0.0) == 0.0
-    assert verdict.reward == 0.5 * verdict.components["plan"]  # at most the plan's share, never correctness
+    assert verdict.reward == 0.0 and verdict.components["plan"] == 0.0  # no plan term without a PASS
     assert left == []
-
-
-@pytest.mark.xfail(strict=True, reason="in-process torch fallbacks the allow-list cannot see (see KNOWN_HOLES)")
-@pytest.mark.parametrize("name", list(KNOWN_HOLES))
-def test_known_fallback_hole_earns_no_correctness(outcome, name):
-    assert outcome[0][f"hole/{name}"].components.get("correct", 0.0) == 0.0
 
 
 def test_every_corruption_kind_is_exercised():
@@ -221,4 +220,4 @@ def test_warm_start_corruption_costs_its_part(outcome, case):
     else:
         assert verdict.status in (Status.FAIL, Status.VIOLATION, Status.CRASH), verdict.details
         assert verdict.components["correct"] == 0.0
-        assert verdict.components["plan"] == (1.0 if kind in CODE_ONLY else 0.0)
+        assert verdict.components["plan"] == 0.0 and verdict.reward == 0.0  # the plan is paid to a PASS only

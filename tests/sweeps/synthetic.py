@@ -17,9 +17,10 @@ def write_job(
     inert: dict | None = None,
     footprint: dict | None = None,
     config: dict | None = None,
+    heldout: list[dict] | None = None,
 ) -> Path:
     """A run directory: .hydra/overrides.yaml, metrics.csv (one row per step), summary.json, status.json,
-    and optionally inert.json, footprint.json and config.yaml."""
+    and optionally inert.json, footprint.json, config.yaml and heldout.jsonl (records of the last evaluation)."""
     (job / ".hydra").mkdir(parents=True, exist_ok=True)
     (job / ".hydra" / "overrides.yaml").write_text(OmegaConf.to_yaml(overrides))
     if metrics:
@@ -36,4 +37,6 @@ def write_job(
         (job / "status.json").write_text(json.dumps({"status": status}))
     if config is not None:
         (job / "config.yaml").write_text(OmegaConf.to_yaml(config))
+    if heldout is not None:
+        (job / "heldout.jsonl").write_text("".join(json.dumps(r) + "\n" for r in heldout))
     return job

@@ -87,7 +87,8 @@ def test_wandb_logger_config_instantiates_offline(tmp_path, monkeypatch):
 
 
 def test_user_config_dir_composes_with_rlx_conf_and_sweeps(tmp_path):
-    """`python -m rlx --config-dir my_conf +experiment=mine +sweeps=mine`: the user's files join rlx's groups."""
+    """`python -m rlx --config-dir my_conf experiment=mine +sweeps=mine`: the user's files join rlx's groups
+    (config.yaml's defaults name the `experiment` group, null by default, so it is chosen without `+`)."""
     (tmp_path / "my_conf" / "experiment").mkdir(parents=True)
     (tmp_path / "my_conf" / "sweeps").mkdir()
     (tmp_path / "my_conf" / "experiment" / "mine.yaml").write_text(
@@ -96,7 +97,7 @@ def test_user_config_dir_composes_with_rlx_conf_and_sweeps(tmp_path):
     (tmp_path / "my_conf" / "sweeps" / "mine.yaml").write_text(
         "# @package _global_\nhydra:\n  mode: MULTIRUN\n  sweeper:\n    params:\n      algo.group_size: 2,3\n"
     )
-    argv = ["-m", "rlx", "--config-dir", str(tmp_path / "my_conf"), "+experiment=mine", "+sweeps=mine", "--cfg", "all"]
+    argv = ["-m", "rlx", "--config-dir", str(tmp_path / "my_conf"), "experiment=mine", "+sweeps=mine", "--cfg", "all"]
     out = run_cli(argv, tmp_path, tmp_path, timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]
     cfg = OmegaConf.create(out.stdout)
@@ -123,3 +124,48 @@ def test_a_users_own_hydra_app_composes_rlx_groups(tmp_path):
     out = run_cli(["app.py", "hydra.run.dir=."], tmp_path, tmp_path, timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "ADV rlx.algos.advantages" in out.stdout and out.stdout.strip().endswith(" 1")
+
+
+def flat(node, prefix=""):
+    """{dotted path: leaf value} of a resolved config."""
+    if isinstance(node, dict):
+        return {k: v for key, child in node.items() for k, v in flat(child, f"{prefix}{key}.").items()}
+    return {prefix.rstrip("."): node}
+
+
+# Each claims arm against grpo: the config paths it may change, the first one the change itself (the others follow
+# by interpolation: the algo node holds its groups as ${advantage} etc.). One change per comparison, except Dr.
+# GRPO's two normalisations.
+CLAIM_ARMS = {
+    "grpo_nostd": ["advantage", "algo.advantage"],
+    "grpo_nolen": ["aggregate", "algo.aggregate"],
+    "dr_grpo_beta": ["aggregate", "algo.aggregate", "advantage", "algo.advantage", "algo.name"],
+    # epsilon_high is ${.epsilon} (the symmetric range), and the policy loss reads both by interpolation
+    "grpo_eps_small": ["algo.epsilon", "algo.epsilon_high", "policy_loss", "algo.policy_loss"],
+    "grpo_mb1": ["algo.minibatches"],
+    "grpo_beta0": ["algo.beta"],
+    "grpo_beta001": ["algo.beta"],
+    "grpo_beta016": ["algo.beta"],
+}
+
+
+def test_seed_claims_runs_every_arm_over_five_seeds():
+    params = compose_config(["+sweeps=seed_claims"], with_hydra=True).hydra.sweeper.params
+    assert sorted(params["+sweeps/claims"].split(",")) == sorted(["grpo", *CLAIM_ARMS])
+    assert params.seed == "0,1,2,3,4"
+    assert sorted(p.stem for p in (REPO / "sweeps" / "claims").glob("*.yaml")) == sorted(["grpo", *CLAIM_ARMS])
+
+
+@pytest.mark.parametrize("arm", sorted(CLAIM_ARMS))
+def test_each_claims_arm_changes_one_thing_against_grpo(arm):
+    def resolved(name):
+        cfg = compose_config(["+sweeps=seed_claims", f"+sweeps/claims={name}", "run_dir=/tmp/x"])
+        return flat(OmegaConf.to_container(cfg, resolve=True))
+
+    ref, mine = resolved("grpo"), resolved(arm)
+    changed = {k for k in ref.keys() | mine.keys() if ref.get(k, "<absent>") != mine.get(k, "<absent>")}
+    allowed = CLAIM_ARMS[arm]
+    assert changed, f"{arm} changes nothing against grpo"
+    stray = sorted(k for k in changed if not any(k == a or k.startswith(a + ".") for a in allowed))
+    assert not stray, f"{arm} also changes {stray}"
+    assert any(k == allowed[0] or k.startswith(allowed[0] + ".") for k in changed), (arm, sorted(changed))

@@ -130,7 +130,7 @@ def _read_records(raw: bytes) -> tuple[list[dict], int]:
             continue
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError, MemoryError):  # a line nested too deep is a bad record, not INFRA
             bad += 1
             continue
         if isinstance(record, dict):

@@ -100,7 +100,7 @@ def run_request(request: dict, protocol_fds: tuple[int, int]) -> dict:
     reap()
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError, MemoryError):
         return RunResult.broken(f"sandbox supervisor sent a malformed result ({len(raw)} bytes)").to_json()
 
 

@@ -2,9 +2,12 @@
 canary padding around every tensor the forward can touch (to catch out-of-bounds writes, which the Triton
 interpreter does not bounds-check).
 
-These run inside the candidate's process, so a candidate written against this harness could tamper with
-them; what decides correctness (the outputs) is compared outside. They turn the common hacks (a torch
-fallback, a kernel never launched, writing past a buffer) into labelled VIOLATIONs.
+These run inside the candidate's process. What keeps candidate code from tampering with them is the static
+vocabulary (rlx.rewards.triton.static, decided in the checker): without underscore names, getattr, or imports
+beyond torch/triton/math it cannot reach the mode stack, this module's closures or a second thread. The guard
+holds no switch either: while a kernel's own launcher runs (it needs `untyped_storage` and friends), the
+launch wrapper takes the guard off torch's mode stack and puts it back, so there is no flag to flip. What
+decides correctness (the outputs on inputs drawn outside) is compared in the checker.
 """
 
 from __future__ import annotations
@@ -35,16 +38,15 @@ ALLOWED = {
     "squeeze",
     "__getitem__",
     "__len__",
-    "__index__",
-    "__format__",
-    "__repr__",
     "__hash__",
     "is_floating_point",
     "storage_offset",
-    "untyped_storage",
     "dim_order",
     "get_device",
 }
+# Readers refused on purpose (each hands tensor values to Python, where a program computes unseen and then has
+# a kernel store the numbers): untyped_storage (bytes), __repr__/__format__ (printed values), __index__ (the
+# bits of a float viewed as an int), tolist/item/numpy/__float__/__bool__/__iter__ (not listed).
 ALLOCATORS = {"empty", "empty_like", "zeros", "zeros_like", "new_empty", "new_zeros"}
 
 
@@ -71,19 +73,16 @@ def canaries_intact(registry: list) -> bool:
 
 
 class ForwardGuard(TorchFunctionMode):
-    """Refuses (and records) every torch call outside ALLOWED while ModelNew.forward runs, except inside a
-    kernel launch; allocations are served as canary-padded buffers."""
+    """Refuses (and records) every torch call outside ALLOWED while ModelNew.forward runs; allocations are
+    served as canary-padded buffers. Kernel launches run without it (count_launches takes it off the stack)."""
 
     def __init__(self, registry: list) -> None:
         super().__init__()
         self.registry = registry
         self.refused: list[str] = []
-        self.in_launch = False
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if self.in_launch:
-            return func(*args, **kwargs)
         name = getattr(func, "__name__", repr(func))
         if name in ALLOCATORS:
             result = func(*args, **kwargs)
@@ -96,10 +95,15 @@ class ForwardGuard(TorchFunctionMode):
         raise PermissionError(f"torch.{name} inside ModelNew.forward: compute must happen in Triton kernels")
 
 
-def count_launches(guard_box: list, counter: list, blocks: list) -> None:
-    """Wrap the Triton launch entry points (compiled and interpreted) to count launches at runtime, keep the
-    integer keyword arguments of the first 8 (e.g. {"B": 128}: what a plan's block is checked against), and lift
-    the allow-list while a kernel's own launcher runs."""
+_pop_mode, _push_mode = torch._C._pop_torch_function_stack, torch._C._push_on_torch_function_stack
+_stack_depth = torch._C._len_torch_function_stack
+
+
+def count_launches(counter: list, launches: list) -> None:
+    """Wrap the Triton launch entry points (compiled and interpreted) to count launches at runtime and keep
+    the kernel's name and integer keyword arguments of the first 8 (e.g. ("relu_k", {"B": 128}): what a plan
+    is checked against). While the kernel's own launcher runs, the guard (on top of torch's mode stack while
+    forward runs) is off the stack."""
     import triton.runtime.interpreter as interpreter
     import triton.runtime.jit as jit
 
@@ -108,16 +112,14 @@ def count_launches(guard_box: list, counter: list, blocks: list) -> None:
 
         def run(self, *args, _original=original, **kwargs):
             counter[0] += 1
-            if len(blocks) < 8:
-                blocks.append({k: v for k, v in kwargs.items() if type(v) is int and k not in ("grid", "warmup")})
-            guard = guard_box[0]
-            previous = guard.in_launch if guard else False
-            if guard:
-                guard.in_launch = True
+            if len(launches) < 8:
+                ints = {k: v for k, v in kwargs.items() if type(v) is int and k not in ("grid", "warmup")}
+                launches.append((str(getattr(getattr(self, "fn", None), "__name__", "?")), ints))
+            guard = _pop_mode() if _stack_depth() else None
             try:
                 return _original(self, *args, **kwargs)
             finally:
-                if guard:
-                    guard.in_launch = previous
+                if guard is not None:
+                    _push_mode(guard)
 
         cls.run = run

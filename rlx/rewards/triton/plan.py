@@ -5,13 +5,15 @@
 stating the block size it launches with (a constexpr keyword of the launch) and its masking strategy. The
 plan scores 1 when it is
   consistent with the code   the kernel was launched with the keyword `B` equal to the planned block, every time
-                             (read at runtime by the harness: the first trial's launches), and the code masks
-                             some tl.load/tl.store iff the plan says `mask` (static);
+                             (read at runtime by the harness: the first trial's launches), and the kernels
+                             that were launched mask some tl.load/tl.store iff the plan says `mask` (a `mask=`
+                             in a kernel that never runs, or outside any kernel, describes nothing);
   sound for the problem      equal to the row's reference plan (field `plan`, e.g. "B=128, mask c<n": data=kernels
                              plans the smallest power-of-two block that covers a row, masked iff it overhangs),
                              where the row has one;
 and 0 otherwise (no plan line, code that does not parse or never launched a kernel). Kept apart from correctness
-so token-class credit can give plan tokens their own reward.
+so token-class credit can give plan tokens their own reward; reward=triton pays it only to a PASS (a plan of a
+kernel that computes the wrong thing, or that cheated, describes nothing worth rewarding).
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+
+from rlx.rewards.triton.records import Launch
+from rlx.rewards.triton.static import is_kernel
 
 PLAN = re.compile(r"^# plan: (\w+)=(\d+), (no mask|mask\b[^\n]*)$", re.M)
 
@@ -43,29 +48,31 @@ def read_plan(text: str) -> Plan | None:
     return Plan(found.group(1), int(found.group(2)), found.group(3) != "no mask")
 
 
-def consistent(plan: Plan, tree: ast.AST, blocks: list) -> bool:
-    """The launches used the planned block (`blocks`: the launches' integer keyword arguments, from the sandbox)
-    and the code masks iff planned."""
-    launched = [b[plan.name] for b in blocks if isinstance(b, dict) and plan.name in b]
+def consistent(plan: Plan, tree: ast.AST, launches: list[Launch]) -> bool:
+    """The launches used the planned block and the launched kernels mask iff planned."""
+    launched = [launch.ints[plan.name] for launch in launches if plan.name in launch.ints]
     same_block = bool(launched) and all(type(v) is int and v == plan.block for v in launched)
+    names = {launch.kernel for launch in launches}
     memory = [
         node
-        for node in ast.walk(tree)
+        for kernel in ast.walk(tree)
+        if isinstance(kernel, ast.FunctionDef) and is_kernel(kernel) and kernel.name in names
+        for node in ast.walk(kernel)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("load", "store")
     ]
     masks = any(kw.arg == "mask" for node in memory for kw in node.keywords)
     return same_block and masks == plan.masked
 
 
-def plan_score(completion: str, code: str, blocks: list | None, reference: str | None) -> float:
-    """1.0 for a plan consistent with `code` and the launches it made (`blocks`, None where it never ran) and,
-    when a `reference` plan is given, equal to it; else 0.0."""
+def plan_score(completion: str, code: str, launches: list[Launch] | None, reference: str | None) -> float:
+    """1.0 for a plan consistent with `code` and the launches it made (`launches`, None where it never ran)
+    and, when a `reference` plan is given, equal to it; else 0.0."""
     plan = read_plan(completion)
-    if plan is None or not isinstance(blocks, list):
+    if plan is None or not isinstance(launches, list) or not all(isinstance(x, Launch) for x in launches):
         return 0.0
     try:
         tree = ast.parse(code)
+        sound = reference is None or read_plan(f"# plan: {reference}") == plan
+        return float(sound and consistent(plan, tree, launches))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return 0.0
-    sound = reference is None or read_plan(f"# plan: {reference}") == plan
-    return float(sound and consistent(plan, tree, blocks))

@@ -1,0 +1,155 @@
+"""rlx's Hydra callbacks (conf/hydra/callbacks/rlx.yaml): one writer per run directory, a failed job reported
+once, a sweep's progress. Hydra builds them in every process it starts, before the job's output directory
+exists: standard library, Hydra and rlx.cli only.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from hydra.core.utils import JobReturn, JobStatus
+from hydra.experimental.callback import Callback
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+
+from rlx.cli.lock import HeldLock, describe_holder
+
+log = logging.getLogger("rlx")
+LOCK_FILE = ".rlx.lock"
+
+
+class RunDirBusy(SystemExit):
+    """Raised from a Hydra callback, whose ordinary exceptions Hydra turns into warnings: a SystemExit passes
+    through to rlx.__main__, which prints its one line and exits with status 1."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(1)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class RunDirLock(Callback):
+    """A run holds `<run_dir>/.rlx.lock` while its process lives; a second process started into the same
+    directory (a resume while the first still runs, a requeued job beside its predecessor) refuses in one line
+    naming the holder, before Hydra writes anything there (`on_run_start` comes before the job's directory,
+    .hydra/ and rlx.log are written). A dead holder's lock is free (the kernel drops an flock with its process)."""
+
+    def __init__(self) -> None:
+        self.lock: HeldLock | None = None
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        run_dir = OmegaConf.select(config, "hydra.run.dir", default=None)
+        if run_dir is not None:
+            self.take(Path(str(run_dir)))
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        # a multirun's job directory, or a run directory whose ${now:} name only resolved now
+        self.take(Path(str(config.hydra.runtime.output_dir)))
+
+    def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
+        if config.hydra.mode == RunMode.MULTIRUN and self.lock is not None:
+            self.lock.release()  # the next job of this process takes its own directory's
+            self.lock = None
+
+    def take(self, run_dir: Path) -> None:
+        path = run_dir / LOCK_FILE
+        if self.lock is not None and self.lock.path == path:
+            return
+        lock = HeldLock(path)
+        if not lock.acquire():
+            raise RunDirBusy(
+                f"{run_dir} is in use by {describe_holder(lock.holder())}: two processes would interleave "
+                "their steps in one metrics.csv. Wait for it to end (or stop it), then resume with ckpt_path=last"
+            )
+        if self.lock is not None:
+            self.lock.release()
+        self.lock = lock
+
+
+class _WithoutHydrasFailureLine(io.TextIOBase):
+    """stderr without the "Error executing job with overrides: [...]" line Hydra writes when it re-raises a
+    failed job's error: rlx reports the error itself, once (rlx.__main__)."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        if text.startswith("Error executing job with overrides:"):
+            return len(text)
+        return self.stream.write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
+
+
+class FailedJob(Callback):
+    """Remembers a failed job's overrides when it was a job of a multirun (the error message names them)."""
+
+    in_sweep: str | None = None
+
+    def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
+        if job_return.status != JobStatus.FAILED:
+            return
+        if config.hydra.mode == RunMode.MULTIRUN:
+            FailedJob.in_sweep = " ".join(job_return.overrides or [])
+        if not isinstance(sys.stderr, _WithoutHydrasFailureLine):
+            sys.stderr = _WithoutHydrasFailureLine(sys.stderr)
+
+    @staticmethod
+    def restore_stderr() -> None:
+        if isinstance(sys.stderr, _WithoutHydrasFailureLine):
+            sys.stderr = sys.stderr.stream
+
+
+class SweepProgress(Callback):
+    """`sweep: 3/8 runs done (2 completed, 1 failed)` after each job of a multirun (the total when the sweeper
+    says it: the basic sweeper's product of the swept values, optuna's n_trials)."""
+
+    def __init__(self) -> None:
+        self.total: int | None = None
+        self.done: dict[str, int] = {}
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        self.total, self.done = sweep_size(config), {}
+
+    def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
+        if config.hydra.mode != RunMode.MULTIRUN:
+            return
+        outcome = "completed" if job_return.status == JobStatus.COMPLETED else "failed"
+        self.done[outcome] = self.done.get(outcome, 0) + 1
+        count = sum(self.done.values())
+        of = f"/{self.total}" if self.total else ""
+        counts = ", ".join(f"{n} {k}" for k, n in sorted(self.done.items()))
+        log.info("sweep: %d%s runs done (%s)", count, of, counts)
+
+
+def sweep_size(config: DictConfig) -> int | None:
+    """The number of jobs a sweep runs, when it can be told in advance."""
+    trials = OmegaConf.select(config, "hydra.sweeper.n_trials", default=None)
+    if isinstance(trials, int):
+        return trials
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    task = [str(o) for o in OmegaConf.select(config, "hydra.overrides.task", default=[]) or []]
+    params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
+    task += [f"{key}={value}" for key, value in params.items()]
+    try:
+        parsed = OverridesParser.create().parse_overrides(task)
+    except Exception:  # noqa: BLE001 — an unparsable override is Hydra's error to report
+        return None
+    total = 1
+    for override in parsed:
+        if override.is_sweep_override():
+            if not override.is_discrete_sweep():
+                return None  # interval(): only a sweeper that samples it knows how many
+            total *= len(list(override.sweep_string_iterator()))
+    return total

@@ -1,0 +1,281 @@
+"""A dataset row's tests, as the dataset publishes them, turned into a sandbox payload (trusted side).
+
+Formats (a row's `test_format` field, else the reward's `format`, else recognised from the row's fields):
+- `asserts`: `tests` (or MBPP's `test_list`) is a list of assert statements, e.g. `"assert add(1, 2) == 3"`;
+  MBPP's `test_setup_code` runs first. Also today's `{"input": [args], "output": value}` items with the row's
+  `entry_point`, which become `assert entry_point(*args) == value`.
+- `check`: `test` is a program defining `check(candidate)` (HumanEval, MBPP+, EvalPlus) and `entry_point` names
+  the function under test; the checker runs `check(<the candidate's entry_point>)`.
+- `stdio`: `tests` is a list of `{"stdin": ..., "stdout": ...}` (or `{"input": ..., "output": ...}` strings
+  with no `entry_point`), or APPS's `input_output` ({"inputs": [...], "outputs": [...]}, JSON text or object).
+
+How the completion meets the prompt (`code_from`: the row's field, else the reward's): `completion` (the
+completion alone), `prompt_completion` (the prompt's code followed by the completion: HumanEval's convention;
+the prompt's helpers, e.g. HumanEval/32's `poly`, are also defined for the test program), `fenced` (the last
+```python fenced block of the completion, else all of it).
+
+Every `assert` of a test program is one test: `instrument` rewrites `assert A == B` into a call that compares
+under the reward's semantics and keeps both values, any other `assert T` into one that records T's truth.
+`parse` raises RowError with what is wrong; the reward runs it on every row at start (rlx.checks.check_task).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import json
+import re
+from dataclasses import dataclass, field
+
+FORMATS = ("asserts", "check", "stdio")
+CODE_FROM = ("completion", "prompt_completion", "fenced")
+BUILTINS = frozenset(dir(builtins))
+FENCE = re.compile(r"```(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL)
+
+
+class RowError(ValueError):
+    """A row whose tests cannot be parsed: a dataset error, reported with the file and line at start."""
+
+
+@dataclass
+class Tests:
+    """A row's tests, ready for the sandbox. program: setup run in the checker, then `steps` one at a time."""
+
+    format: str
+    labels: list[str]  # one per test: the assert's source, or "case i"
+    setup: str = ""
+    steps: list[str] = field(default_factory=list)
+    proxies: list[str] = field(default_factory=list)
+    inputs: list[str] = field(default_factory=list)  # stdio
+    outputs: list[str] = field(default_factory=list)  # stdio: kept outside the sandbox
+
+
+def detect(row: dict) -> str:
+    if isinstance(row.get("test"), str) and "entry_point" in row:
+        return "check"
+    if "input_output" in row:
+        return "stdio"
+    tests = row.get("tests", row.get("test_list"))
+    if isinstance(tests, list) and tests and isinstance(tests[0], dict):
+        first = tests[0]
+        if "stdin" in first or ("entry_point" not in row and isinstance(first.get("input"), str)):
+            return "stdio"
+    if tests is not None:
+        return "asserts"
+    raise RowError(
+        "no tests found: a row needs one of the fields ['tests'] or ['test_list'] (assert lines or stdin/stdout "
+        "pairs), ['test', 'entry_point'] (a check(candidate) program) or ['input_output'] (APPS)"
+    )
+
+
+def _parse_python(source: str, what: str) -> ast.Module:
+    try:
+        return ast.parse(source)
+    except SyntaxError as err:
+        raise RowError(f"{what} does not parse: {err.msg} (line {err.lineno})") from None
+
+
+class _Instrument(ast.NodeTransformer):
+    def __init__(self, first: int) -> None:
+        self.site = first
+        self.labels: list[str] = []
+
+    def visit_Assert(self, node: ast.Assert):
+        site, test = self.site, node.test
+        self.site += 1
+        self.labels.append(ast.unparse(node))
+        enter = ast.parse(f"__rlx_enter__({site})").body[0]
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
+            args = [ast.Constant(site), test.left, test.comparators[0]]
+            call = ast.Call(ast.Name("__rlx_assert_eq__", ast.Load()), args, [])
+        else:
+            call = ast.Call(ast.Name("__rlx_assert__", ast.Load()), [ast.Constant(site), test], [])
+        return [enter, ast.copy_location(ast.Expr(call), node)]
+
+
+def instrument(tree: ast.Module, first: int = 0) -> tuple[str, list[str]]:
+    """The program with each assert recording its own verdict, and the asserts' source (one label per site)."""
+    transformer = _Instrument(first)
+    tree = ast.fix_missing_locations(transformer.visit(tree))
+    return ast.unparse(tree), transformer.labels
+
+
+def _assert_lines(row: dict) -> list[str]:
+    tests = row.get("tests", row.get("test_list"))
+    if not isinstance(tests, list) or not tests:
+        raise RowError("`tests` must be a non-empty list of assert lines")
+    lines = []
+    for number, test in enumerate(tests):
+        if isinstance(test, dict) and {"input", "output"} <= set(test):
+            if not isinstance(row.get("entry_point"), str):
+                raise RowError(f"tests[{number}] is an input/output test: the row needs an `entry_point` field")
+            if not isinstance(test["input"], list):
+                raise RowError(f"tests[{number}]['input'] must be the list of arguments")
+            args = ", ".join(repr(arg) for arg in test["input"])
+            test = f"assert {row['entry_point']}({args}) == {test['output']!r}"
+        if not isinstance(test, str):
+            raise RowError(f"tests[{number}] must be an assert line, got {type(test).__name__}")
+        line = test.strip()
+        tree = _parse_python(line, f"tests[{number}]")
+        if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assert):
+            raise RowError(f"tests[{number}] must be one `assert ...` statement (got {test!r:.80})")
+        lines.append(line)
+    return lines
+
+
+def _defined(tree: ast.Module) -> set[str]:
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+    return names
+
+
+def _stub(prompt: str) -> str:
+    """The prompt as a program of its own: one that ends in a bare `def f(x):` gets a body."""
+    try:
+        ast.parse(prompt)
+    except SyntaxError:
+        return prompt.rstrip() + "\n    pass\n"
+    return prompt
+
+
+def _setup(row: dict, code_from: str) -> str:
+    parts = []
+    if code_from == "prompt_completion":  # its helpers (HumanEval/32's poly) are the test's too
+        parts.append(_stub(row["prompt"]))
+    setup = row.get("test_setup_code") or ""
+    if not isinstance(setup, str):
+        raise RowError("`test_setup_code` must be text")
+    parts.append(setup)
+    source = "\n".join(parts)
+    _parse_python(source, "the prompt and `test_setup_code`" if code_from == "prompt_completion" else "setup")
+    return source
+
+
+def _assert_step(tree: ast.Module, line: str, site: int) -> str:
+    """One assert line as the checker runs it: its parts cut from the source (no unparse: thousands of rows
+    are parsed at start), the same calls `instrument` makes."""
+    test = tree.body[0].test  # type: ignore[attr-defined]
+    part = lambda node: f"({ast.get_source_segment(line, node)})"  # noqa: E731
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
+        check = f"__rlx_assert_eq__({site}, {part(test.left)}, {part(test.comparators[0])})"
+    else:
+        check = f"__rlx_assert__({site}, {part(test)})"
+    return f"__rlx_enter__({site})\n{check}"
+
+
+def _call_pairs(row: dict) -> Tests | None:
+    """Today's `{"input": [args], "output": value}` tests with an `entry_point`, built without parsing (the
+    bundled programs task checks 14k rows at start); None when the row is not purely of that kind."""
+    tests, entry = row.get("tests"), row.get("entry_point")
+    if not (isinstance(entry, str) and entry.isidentifier() and isinstance(tests, list) and tests):
+        return None
+    if row.get("test_setup_code") or not all(
+        isinstance(t, dict) and isinstance(t.get("input"), list) and "output" in t for t in tests
+    ):
+        return None
+    labels, steps = [], []
+    for site, test in enumerate(tests):
+        call, expected = f"{entry}({', '.join(repr(arg) for arg in test['input'])})", repr(test["output"])
+        labels.append(f"assert {call} == {expected}")
+        steps.append(f"__rlx_enter__({site})\n__rlx_assert_eq__({site}, ({call}), ({expected}))")
+    return Tests("asserts", labels, steps=steps, proxies=[entry])
+
+
+def _asserts(row: dict, code_from: str) -> Tests:
+    if code_from != "prompt_completion" and (quick := _call_pairs(row)) is not None:
+        return quick
+    setup = _setup(row, code_from)
+    defined = _defined(ast.parse(setup)) if setup.strip() else set()
+    steps: list[str] = []
+    labels: list[str] = []
+    called: set[str] = set()
+    free: set[str] = set()
+    for line in _assert_lines(row):
+        tree = ast.parse(line)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                called.add(node.func.id)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                free.add(node.id)
+        steps.append(_assert_step(tree, line, len(labels)))
+        labels.append(line)
+    proxies = sorted(name for name in called - defined - BUILTINS if not name.startswith("__rlx"))
+    if isinstance(row.get("entry_point"), str) and row["entry_point"] not in proxies:
+        proxies.append(row["entry_point"])
+    modules = sorted(free - called - defined - BUILTINS)  # e.g. `math` in `assert math.isclose(f(1), 0.5)`
+    imports = "".join(f"try:\n    import {name}\nexcept ImportError:\n    pass\n" for name in modules)
+    return Tests("asserts", labels, setup=imports + setup, steps=steps, proxies=proxies)
+
+
+def _check(row: dict, code_from: str) -> Tests:
+    entry = row.get("entry_point")
+    if not (isinstance(entry, str) and entry.isidentifier()):
+        raise RowError(f"`entry_point` must name the function under test (got {entry!r:.80})")
+    if not isinstance(row["test"], str):
+        raise RowError("`test` must be the text of a program defining check(candidate)")
+    tree = _parse_python(row["test"], "`test`")
+    if not any(isinstance(node, ast.FunctionDef) and node.name == "check" for node in tree.body):
+        raise RowError("`test` defines no check(candidate) function")
+    program, labels = instrument(tree)
+    if not labels:
+        raise RowError("`test`'s check(candidate) has no assert: nothing could fail")
+    setup = _setup(row, code_from) + "\n" + program
+    return Tests("check", labels, setup=setup, steps=[f"check(__rlx_proxy__({entry!r}))"], proxies=[entry])
+
+
+def _stdio(row: dict) -> Tests:
+    if "input_output" in row:
+        pairs = row["input_output"]
+        if isinstance(pairs, str):
+            try:
+                pairs = json.loads(pairs)
+            except ValueError as err:
+                raise RowError(f"`input_output` is not JSON ({err})") from None
+        if not (isinstance(pairs, dict) and isinstance(pairs.get("inputs"), list)):
+            raise RowError('`input_output` must be {"inputs": [...], "outputs": [...]}')
+        inputs, outputs = pairs["inputs"], pairs.get("outputs")
+    else:
+        tests = row.get("tests")
+        if not isinstance(tests, list) or not tests:
+            raise RowError("`tests` must be a non-empty list of {stdin, stdout} pairs")
+        keys = ("stdin", "stdout") if "stdin" in tests[0] else ("input", "output")
+        if not all(isinstance(t, dict) and set(keys) <= set(t) for t in tests):
+            raise RowError(f"every item of `tests` must have {list(keys)}")
+        inputs, outputs = [t[keys[0]] for t in tests], [t[keys[1]] for t in tests]
+    if not isinstance(outputs, list) or len(outputs) != len(inputs) or not inputs:
+        raise RowError("stdin/stdout tests need as many outputs as inputs, at least one")
+    for number, text in enumerate(inputs + outputs):
+        if not isinstance(text, str):
+            raise RowError(f"stdin/stdout case {number % len(inputs)} holds a {type(text).__name__}, not text")
+    return Tests("stdio", [f"case {i}" for i in range(len(inputs))], inputs=inputs, outputs=outputs)
+
+
+def parse(row: dict, format: str, code_from: str) -> Tests:
+    """The row's tests; `format`/`code_from` are the reward's defaults, the row's own fields override them."""
+    code_from = row.get("code_from", code_from)
+    if code_from not in CODE_FROM:
+        raise RowError(f"code_from must be one of {CODE_FROM} (got {code_from!r})")
+    if code_from == "prompt_completion" and not isinstance(row.get("prompt"), str):
+        raise RowError("code_from=prompt_completion needs a text `prompt` (the code the completion continues)")
+    kind = row.get("test_format", format)
+    kind = detect(row) if kind == "auto" else kind
+    if kind not in FORMATS:
+        raise RowError(f"test_format must be one of {('auto', *FORMATS)} (got {kind!r})")
+    return {"asserts": _asserts, "check": _check}[kind](row, code_from) if kind != "stdio" else _stdio(row)
+
+
+def candidate_code(completion: str, row: dict, code_from: str) -> str:
+    """The program the candidate's process runs, by the row's (else the reward's) `code_from`."""
+    code_from = row.get("code_from", code_from)
+    if code_from == "prompt_completion":
+        return row["prompt"] + completion
+    if code_from == "fenced":
+        blocks = FENCE.findall(completion)
+        return blocks[-1] if blocks else completion
+    return completion

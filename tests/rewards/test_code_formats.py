@@ -1,0 +1,153 @@
+"""The trusted side of the code formats, without a sandbox: recognising a row's format, parse errors a user can
+act on, how the completion meets the prompt, comparison semantics, plain data on the wire, pass@k."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rlx.rewards.code.compare import Comparison, normalise_output, outputs_match
+from rlx.rewards.code.formats import RowError, candidate_code, detect, instrument, parse
+from rlx.rewards.sandbox.values import Unencodable, decode, encode
+from rlx.score_batch import pass_at_k
+
+CHECK_ROW = {
+    "prompt": "def add(a, b):\n",
+    "entry_point": "add",
+    "test": "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(0, 0) == 0\n",
+}
+
+
+@pytest.mark.parametrize(
+    "row, kind",
+    [
+        (CHECK_ROW, "check"),
+        ({"tests": ["assert f(1) == 2"]}, "asserts"),
+        ({"test_list": ["assert f(1) == 2"]}, "asserts"),  # MBPP's field name
+        ({"tests": [{"input": [1], "output": 2}], "entry_point": "f"}, "asserts"),  # today's call pairs
+        ({"tests": [{"stdin": "1\n", "stdout": "2\n"}]}, "stdio"),
+        ({"tests": [{"input": "1\n", "output": "2\n"}]}, "stdio"),  # strings and no entry_point
+        ({"input_output": '{"inputs": ["1\\n"], "outputs": ["2\\n"]}'}, "stdio"),  # APPS
+    ],
+)
+def test_the_format_is_recognised_from_the_row(row, kind):
+    assert detect(row) == kind
+    assert parse(row, "auto", "completion").format == kind
+
+
+@pytest.mark.parametrize(
+    "row, why",
+    [
+        ({"prompt": "x"}, "no tests found"),
+        ({"tests": ["assert f(1) =="]}, "tests[0] does not parse"),
+        ({"tests": ["f(1) == 2"]}, "must be one `assert"),
+        ({"tests": []}, "non-empty list"),
+        ({**CHECK_ROW, "test": "def check(candidate):\n    pass\n"}, "has no assert"),
+        ({**CHECK_ROW, "test": "def test(candidate):\n    assert candidate(1, 2) == 3\n"}, "no check(candidate)"),
+        ({**CHECK_ROW, "entry_point": "not a name"}, "`entry_point` must name"),
+        ({"tests": [{"stdin": "1\n"}]}, "['stdin', 'stdout']"),
+        ({"input_output": "{not json"}, "not JSON"),
+        ({"input_output": {"inputs": ["1"], "outputs": []}}, "as many outputs"),
+        ({"tests": [{"input": [1], "output": 2}]}, "needs an `entry_point`"),
+        ({**CHECK_ROW, "code_from": "prompt_only"}, "code_from must be one of"),
+        ({**CHECK_ROW, "test_format": "pytest"}, "test_format must be one of"),
+    ],
+)
+def test_a_row_that_cannot_be_run_says_what_is_wrong(row, why):
+    with pytest.raises(RowError, match=None) as err:
+        parse(row, "auto", "completion")
+    assert why in str(err.value), str(err.value)
+
+
+def test_prompt_completion_needs_a_text_prompt():
+    with pytest.raises(RowError, match="needs a text `prompt`"):
+        parse({**CHECK_ROW, "prompt": [{"role": "user", "content": "hi"}]}, "auto", "prompt_completion")
+
+
+def test_each_assert_is_one_test_and_equality_keeps_both_sides():
+    import ast
+
+    program, labels = instrument(ast.parse(CHECK_ROW["test"] + "    assert candidate(2, 2)\n"))
+    assert labels == ["assert candidate(1, 2) == 3", "assert candidate(0, 0) == 0", "assert candidate(2, 2)"]
+    assert "__rlx_assert_eq__(0, candidate(1, 2), 3)" in program and "__rlx_assert__(2, candidate(2, 2))" in program
+    tests = parse({"tests": ["assert math.isclose(area(1), 3.14, rel_tol=0.01)"]}, "auto", "completion")
+    assert tests.proxies == ["area"]  # called and not defined by the setup: the function under test
+    assert "import math" in tests.setup  # a module the line reads: imported for the checker, as MBPP's harness had it
+
+
+def test_call_pairs_become_asserts_of_the_entry_point():
+    tests = parse({"tests": [{"input": [1, "a"], "output": [2]}], "entry_point": "f"}, "auto", "completion")
+    assert tests.labels == ["assert f(1, 'a') == [2]"] and tests.proxies == ["f"]
+
+
+def test_how_the_completion_meets_the_prompt():
+    row = {"prompt": "def f(x):\n"}
+    body = "    return x\n"
+    assert candidate_code(body, row, "completion") == body
+    assert candidate_code(body, row, "prompt_completion") == "def f(x):\n    return x\n"  # HumanEval's convention
+    chat = "Here:\n```python\ndef f(x): return 1\n```\nand better:\n```python\ndef f(x): return x\n```\n"
+    assert candidate_code(chat, row, "fenced") == "def f(x): return x\n"  # the last block
+    assert candidate_code(body, {**row, "code_from": "completion"}, "prompt_completion") == body  # the row wins
+
+
+def test_python_equality_is_the_default_and_exact_types_an_option():
+    python, exact = Comparison(), Comparison("exact")
+    # what HumanEval's own check accepts: 3.0 == 3, 1 == True, [1, 2] == [1.0, 2.0]
+    assert python.equal(3.0, 3) and python.equal(1, True) and python.equal([1, 2], [1.0, 2.0])
+    assert not python.equal((1, 2), [1, 2])  # Python's == too
+    assert not exact.equal(3.0, 3) and not exact.equal(1, True) and not exact.equal([1, 2], [1.0, 2.0])
+    assert exact.equal({"a": [1, (2,)]}, {"a": [1, (2,)]})
+
+
+def test_float_tolerance():
+    loose = Comparison(rel_tol=1e-6)
+    # 0.1 + 0.2 = 0.30000000000000004: off by 5.6e-17, relative 1.9e-16 < 1e-6
+    assert not Comparison().equal(0.1 + 0.2, 0.3) and loose.equal(0.1 + 0.2, 0.3)
+    assert loose.equal([1.0000001, {"k": 2.0}], [1.0, {"k": 2.0000001}])  # 1e-7 relative, inside containers
+    assert not loose.equal(1.00001, 1.0)  # 1e-5 relative > 1e-6
+    assert Comparison(abs_tol=0.5).equal(3, 3.4) and not Comparison("exact", abs_tol=0.5).equal(3, 3.4)
+    assert not loose.equal(math.nan, math.nan)  # as Python: nan != nan
+
+
+def test_stdout_normalisation():
+    assert normalise_output("1 2  \n3\n\n\n", "strip") == "1 2\n3"
+    assert normalise_output("1\r\n2\r\n", "strip") == "1\n2"
+    assert normalise_output("1\n 2\t3 ", "tokens") == "1 2 3"
+    assert not outputs_match("1 2\n", "1  2\n", "strip", Comparison())  # inner spacing counts under strip
+    assert outputs_match("1 2\n", "1  2\n", "tokens", Comparison())
+    assert not outputs_match("x\n", "x", "exact", Comparison())
+    # 0.333333 vs 1/3: relative 1e-6 > 1e-7, < 1e-5
+    assert outputs_match("0.333333\n", "0.3333333333\n", "tokens", Comparison(rel_tol=1e-5))
+    assert not outputs_match("0.333333\n", "0.3333333333\n", "tokens", Comparison(rel_tol=1e-7))
+
+
+def test_plain_data_round_trips_in_order_and_refuses_the_rest():
+    # the sandbox's encoding (rlx.rewards.sandbox.values), as the code formats rely on it
+    value = {"p": [1, 2.5, (True, None)], "A": {"x": frozenset({3})}, 7: "s"}
+    back = decode(encode(value))
+    assert back == value and list(back) == ["p", "A", 7]  # dict order kept (HumanEval/95 depends on it)
+    assert type(back["p"][2]) is tuple
+
+    class AlwaysEqual:
+        def __eq__(self, other):
+            return True
+
+    class Int(int):
+        pass
+
+    for hostile in (AlwaysEqual(), Int(3), [Int(1)], (x for x in ())):
+        with pytest.raises(Unencodable):
+            encode(hostile)
+    for garbage in (["int", "x"], ["list", "notalist"], ["dict", [[["list", []], ["none"]]]], "str", ["nope", 1]):
+        with pytest.raises(ValueError):
+            decode(garbage)
+
+
+def test_unbiased_pass_at_k():
+    # n=5 samples, c=2 correct: pass@1 = 2/5; pass@2 = 1 - C(3,2)/C(5,2) = 1 - 3/10 = 0.7
+    assert pass_at_k(5, 2, 1) == pytest.approx(0.4) and pass_at_k(5, 2, 2) == pytest.approx(0.7)
+    assert pass_at_k(5, 4, 2) == 1.0  # n - c = 1 < k: every pair holds a correct one
+    assert pass_at_k(3, 0, 3) == 0.0
+    with pytest.raises(ValueError, match="at least 4 samples"):
+        pass_at_k(3, 1, 4)

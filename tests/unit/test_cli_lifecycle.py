@@ -1,0 +1,101 @@
+"""The pieces behind a run's life on the command line: the lock that names its holder, the progress ticker, the
+sweep's size, the status a signal leaves."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+from omegaconf import OmegaConf
+
+from rlx.cli import status
+from rlx.cli.hydra_callbacks import RunDirBusy, RunDirLock, sweep_size
+from rlx.cli.lock import HeldLock, describe_holder
+from rlx.cli.ticker import Ticker
+
+HOLD = textwrap.dedent(
+    """
+    import sys, time
+    from rlx.cli.lock import HeldLock
+    lock = HeldLock(sys.argv[1])
+    assert lock.acquire()
+    lock.describe(line="warm start attempt 1: step 10/1500")
+    print("held", flush=True)
+    time.sleep(60)
+    """
+)
+
+
+def hold(path):
+    """A child process holding the lock at `path` (until killed)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    child = subprocess.Popen([sys.executable, "-c", HOLD, str(path)], stdout=subprocess.PIPE, text=True, env=env)
+    assert child.stdout is not None and child.stdout.readline().strip() == "held"
+    return child
+
+
+def test_a_held_lock_names_its_holder_and_a_dead_holders_lock_is_taken_over(tmp_path):
+    path = tmp_path / ".rlx.lock"
+    child = hold(path)
+    try:
+        waiter = HeldLock(path)
+        assert not waiter.acquire()
+        record = waiter.holder()
+        assert record["pid"] == child.pid and record["host"] == socket.gethostname()
+        assert record["line"] == "warm start attempt 1: step 10/1500"  # the holder's progress
+        assert describe_holder(record).startswith(f"PID {child.pid} on {socket.gethostname()} (since ")
+        assert json.loads(path.read_text())["pid"] == child.pid  # the failed attempt changed nothing
+    finally:
+        child.kill()
+        child.wait()
+    assert waiter.acquire() and waiter.holder()["pid"] == os.getpid()  # the kernel dropped the dead holder's flock
+    waiter.release()
+
+
+def test_a_second_run_into_a_held_directory_is_refused_naming_the_holder(tmp_path):
+    child = hold(tmp_path / "run" / ".rlx.lock")
+    try:
+        config = OmegaConf.create({"hydra": {"run": {"dir": str(tmp_path / "run")}}})
+        with pytest.raises(RunDirBusy, match=rf"in use by PID {child.pid} on "):
+            RunDirLock().on_run_start(config)
+    finally:
+        child.kill()
+        child.wait()
+    RunDirLock().on_run_start(config)  # free once the holder is gone
+
+
+def test_the_ticker_prints_off_a_terminal_every_interval_with_an_eta(monkeypatch):
+    now = [0.0]
+    monkeypatch.setattr(time, "perf_counter", lambda: now[0])
+    out = io.StringIO()
+    ticker = Ticker("warm start attempt 1", 100, every_s=10, stream=out)
+    for step in range(1, 41):  # 1 s a step
+        now[0] = float(step)
+        ticker.update(step, loss=0.5)
+    lines = out.getvalue().splitlines()
+    # printed when waiting one more step would pass 10 s: after steps 9, 18, 27, 36
+    assert [line.split()[6] for line in lines] == ["9/100", "18/100", "27/100", "36/100"]
+    assert lines[0].endswith("warm start attempt 1: step 9/100  loss 0.5  eta 1.5 min")  # 91 steps left at 1 s each
+
+
+def test_sweep_size_is_the_product_of_the_swept_values():
+    config = OmegaConf.create(
+        {"hydra": {"overrides": {"task": ["algo=grpo,dr_grpo", "seed=0,1,2", "algo.beta=0"]}, "sweeper": {}}}
+    )
+    assert sweep_size(config) == 6
+    assert sweep_size(OmegaConf.create({"hydra": {"sweeper": {"n_trials": 4}, "overrides": {"task": []}}})) == 4
+
+
+def test_a_signal_leaves_status_stopped_with_the_phase(tmp_path):
+    status.enter("warm start")
+    status.write_stopped(tmp_path, 128 + signal.SIGTERM)
+    doc = json.loads((tmp_path / "status.json").read_text())
+    assert doc["status"] == "stopped" and doc["phase"] == "warm start" and doc["signal"] == "SIGTERM"
