@@ -192,11 +192,14 @@ class VLLMEngine:
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
-        if self.llm is None:
-            self.start(model)
+        # vLLM's parameters are created and reloaded under inference mode, whichever mode the caller is in
+        # (Lightning validates under it, trains outside it): an inference tensor updated in place outside it fails
+        with torch.inference_mode():
+            if self.llm is None:
+                self.start(model)
+            if self.stale or self.asleep:
+                self.push_weights(model)
         assert self.llm is not None
-        if self.stale or self.asleep:
-            self.push_weights(model)
         device = next(model.parameters()).device
         enc = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
         ids, mask = enc["input_ids"], enc["attention_mask"]  # [K, P] left-padded
