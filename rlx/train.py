@@ -39,6 +39,7 @@ def build(cfg: DictConfig, inputs: Inputs | None = None) -> tuple[RLModule, pl.T
         task.train
     )  # once: a curriculum the data cannot serve (sorted without its key) fails before the model loads
     peft = build_node(cfg, "peft")
+    rollout = build_node(cfg, "rollout")  # before the model loads: rollout=vllm without vLLM stops here
     model = build_node(cfg, "model")
     warn_inert(cfg, algo=algo, advantage=advantage, task=task, reward=reward, sampler=sampler, model=model)
     loaded = model(task)
@@ -57,7 +58,7 @@ def build(cfg: DictConfig, inputs: Inputs | None = None) -> tuple[RLModule, pl.T
         algo,
         sampler,
         peft=peft,
-        rollout=build_node(cfg, "rollout"),
+        rollout=rollout,
         val_batch_size=cfg.val_batch_size,
         val_samples=cfg.val_samples,
         seed=cfg.seed,

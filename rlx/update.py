@@ -123,7 +123,9 @@ def prepare(batch: RolloutBatch, algo, advantage, policy, reference, critic) -> 
             ref_logp = sequence_logprobs(ref_model, *args, **chunks)  # [N, T]
     mask = batch.response_mask.float() * sample_mask[:, None]  # [N, T]
     entropy = None
-    if needs_old_logp(algo):
+    # the engine's log-probs, not vouched equal to the trainer's: run the forward to measure the mismatch
+    measure = batch.sampler_logp is not None and batch.sampling_logp is None  # rlx.rollout.mismatch
+    if needs_old_logp(algo) or measure:
         reused = reused_logprobs(batch, algo.temperature)
         old_logp, entropy = (
             reused if reused is not None else sequence_logprobs(policy, *args, **chunks, with_entropy=True)
@@ -207,6 +209,8 @@ def policy_step(mb: RolloutBatch, algo, policy, optimizer, backward, guard: NonF
         logp, entropy = forward_logprobs(policy, ids, attention, width, algo.temperature, with_entropy)  # [m, T']
         old_logp = mb.old_logp[cut] if mb.old_logp is not None else logp.detach()  # [m, T']
         ref_logp = mb.ref_logp[cut] if mb.ref_logp is not None else None  # [m, T']
+        sampler_logp = mb.sampler_logp[cut] if mb.sampler_logp is not None else old_logp  # [m, T'] μ
+        correction = algo.rollout_correction(logp.detach(), old_logp, sampler_logp, advantages[cut], mask[cut])
         loss, metrics = objective(
             logp,
             old_logp,
@@ -219,6 +223,7 @@ def policy_step(mb: RolloutBatch, algo, policy, optimizer, backward, guard: NonF
             kl,
             kl_coef,
             TokenSelection(selection.keep[cut], selection.penalty[cut]) if selection is not None else None,
+            correction,  # [m, T'] π_old / μ based (rlx.algos.correction); PPO's ratio stays π_θ / π_old
         )
         backward(loss)
         metrics["loss"] = loss.detach()

@@ -46,6 +46,7 @@ def objective(
     kl: Callable[[Tensor, Tensor, Tensor], Tensor] | None,
     kl_coef: float,
     selection: TokenSelection | None = None,
+    correction: Tensor | None = None,
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """The loss minimised by every preset, and its metrics:
 
@@ -66,13 +67,17 @@ def objective(
         weights: [N, T] aggregation weights; token_weights: [N, T] mask / (the minibatch's token count).
         selection: this slice's rows of the minibatch's token selection (token_select): ℓ_t ← keep_t·ℓ_t +
             penalty_t·|log ρ_t|; None: every token as it is. Adds loss/kept_frac (the share of tokens kept).
+        correction: [N, T] the rollout correction's weight c on ℓ (rlx.algos.correction: built from π_old and
+            the sampler's μ, detached), or None (c = 1). Masked tokens (c = 0) still count in the aggregation's
+            normaliser, as in the formulas of TIS, MIS and DeepSeek-V3.2.
     Returns: loss (a scalar contribution), metrics (scalar contributions, detached):
         loss/policy, loss/kl (when ref_logp is given), loss/clipfrac (= low + high), loss/clipfrac_low,
         loss/clipfrac_high, loss/approx_kl_k1 = mean(log π_old − log π_θ), loss/approx_kl = mean(ρ − 1 − log ρ)
-        (k3, as cleanrl's approx_kl; both estimate KL(π_old ‖ π_θ), token means).
+        (k3, as cleanrl's approx_kl; both estimate KL(π_old ‖ π_θ), token means); with a correction,
+        loss/correction_weight_mean (token mean of c) and loss/correction_masked_frac (c = 0).
     """
     out = policy_loss(logp, old_logp, advantages, mask)  # [N, T] each
-    token_loss = out.loss  # [N, T]
+    token_loss = out.loss if correction is None else out.loss * correction  # [N, T] c · ℓ
     if selection is not None:  # token_select: drop some tokens' gradient, or pull some back to π_old
         token_loss = selection.keep * token_loss + selection.penalty * (logp - old_logp).abs()  # [N, T]
     policy = (token_loss * weights).sum()  # []
@@ -101,4 +106,7 @@ def objective(
                 "loss/approx_kl": k3,
             }
         )
+        if correction is not None:
+            metrics["loss/correction_weight_mean"] = (correction * token_weights).sum()
+            metrics["loss/correction_masked_frac"] = ((correction == 0).to(weights.dtype) * token_weights).sum()
     return loss, metrics

