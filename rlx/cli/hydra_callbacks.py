@@ -58,7 +58,9 @@ class RunDirLock(Callback):
             self.lock = None
 
     def take(self, run_dir: Path) -> None:
-        path = run_dir / LOCK_FILE
+        # absolute: hydra.run.dir may be relative to the launch directory while the job's output_dir is absolute,
+        # and a second flock on the same file from this process would refuse the process itself
+        path = run_dir.absolute() / LOCK_FILE
         if self.lock is not None and self.lock.path == path:
             return
         lock = HeldLock(path)

@@ -99,3 +99,15 @@ def test_a_signal_leaves_status_stopped_with_the_phase(tmp_path):
     status.write_stopped(tmp_path, 128 + signal.SIGTERM)
     doc = json.loads((tmp_path / "status.json").read_text())
     assert doc["status"] == "stopped" and doc["phase"] == "warm start" and doc["signal"] == "SIGTERM"
+
+
+def test_a_run_directory_given_relative_is_the_same_lock_as_its_absolute_output_dir(tmp_path, monkeypatch):
+    # hydra.run.dir as typed (relative to the launch directory), then the job's absolute output_dir: one lock,
+    # not a second flock that would refuse the process itself (the installed wheel's run did)
+    monkeypatch.chdir(tmp_path)
+    lock = RunDirLock()
+    lock.on_run_start(OmegaConf.create({"hydra": {"run": {"dir": "outputs/run"}}}))
+    (tmp_path / "outputs" / "run").mkdir(parents=True, exist_ok=True)
+    lock.on_job_start(OmegaConf.create({"hydra": {"runtime": {"output_dir": str(tmp_path / "outputs" / "run")}}}))
+    assert lock.lock is not None and lock.lock.path == tmp_path / "outputs" / "run" / ".rlx.lock"
+    lock.lock.release()
