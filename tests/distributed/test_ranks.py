@@ -119,7 +119,9 @@ def test_rlx_update_on_two_ranks_equals_one_process(ranks, preset):
 def test_curricula_with_state_stay_in_step_across_ranks(ranks, curriculum):
     steps0, steps1 = ranks[0]["curricula"][curriculum], ranks[1]["curricula"][curriculum]
     for s0, s1 in zip(steps0, steps1, strict=True):
-        assert s0["state"] == s1["state"] and s0["rounds"] == s1["rounds"] and s0["metrics"] == s1["metrics"]
+        assert s0["state"] == s1["state"] and s0["rounds"] == s1["rounds"]
+        # exactly equal, NaN included (a pass-rate column with no prompt of its difficulty this step is NaN)
+        assert {k: repr(v) for k, v in s0["metrics"].items()} == {k: repr(v) for k, v in s1["metrics"].items()}
         assert s0["all"] == s1["all"]  # the same step batch on both ranks
         assert not set(s0["mine"]) & set(s1["mine"])  # disjoint shares
         assert sorted(set(s0["mine"]) | set(s1["mine"])) == sorted(set(s0["all"]))
