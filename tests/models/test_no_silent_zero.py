@@ -73,7 +73,9 @@ def fake_trainer(zero_std_frac: float):
 
 
 def test_the_warning_fires_once_and_not_for_one_completion_per_prompt(caplog):
-    grpo, ppo = SimpleNamespace(algo=SimpleNamespace(group_size=8)), SimpleNamespace(algo=SimpleNamespace(group_size=1))
+    strict = SimpleNamespace(strict=True)  # reward=math on the arithmetic task: the hint names reward.strict=false
+    grpo = SimpleNamespace(algo=SimpleNamespace(group_size=8), reward=strict)
+    ppo = SimpleNamespace(algo=SimpleNamespace(group_size=1), reward=strict)
     callback = NoSignalWarning(steps=2)
     with caplog.at_level(logging.WARNING, logger="rlx.rewards.no_signal"):
         for _ in range(5):
