@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import json
+import logging
 import os
 import queue
 import select
@@ -32,6 +33,7 @@ from rlx.rewards.sandbox.allowlist import jail_config
 START_TIMEOUT_S = 120.0
 BACKSTOP_S = 15.0  # beyond the wall limit, a zygote that has not reported is itself broken
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class SandboxUnavailable(RlxError):
@@ -320,6 +322,9 @@ class _Worker:
             return result
         except (_Broken, SandboxUnavailable) as err:
             self.stop()
+            log.warning(
+                "sandbox: jail %d broke (%s); restarting it for the next program (this one is INFRA)", self.index, err
+            )
             return Failure(Status.INFRA, str(err), RunFacts())
 
     def stop(self) -> None:
