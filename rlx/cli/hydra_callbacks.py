@@ -1,6 +1,6 @@
 """rlx's Hydra callbacks (conf/hydra/callbacks/rlx.yaml): one writer per run directory, a failed job reported
 once, a sweep's progress. Hydra builds them in every process it starts, before the job's output directory
-exists: standard library, Hydra and rlx.cli only.
+exists: standard library, Hydra, rlx.cli and rlx.distributed.env (os only) only.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from rlx.cli.lock import HeldLock, describe_holder
+from rlx.distributed.env import env_is_rank_zero
 
 log = logging.getLogger("rlx")
 LOCK_FILE = ".rlx.lock"
@@ -58,6 +59,8 @@ class RunDirLock(Callback):
             self.lock = None
 
     def take(self, run_dir: Path) -> None:
+        if not env_is_rank_zero():  # the other ranks of a DDP/FSDP run are the holder's own (its children or peers)
+            return
         # absolute: hydra.run.dir may be relative to the launch directory while the job's output_dir is absolute,
         # and a second flock on the same file from this process would refuse the process itself
         path = run_dir.absolute() / LOCK_FILE

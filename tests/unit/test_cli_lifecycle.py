@@ -111,3 +111,20 @@ def test_a_run_directory_given_relative_is_the_same_lock_as_its_absolute_output_
     lock.on_job_start(OmegaConf.create({"hydra": {"runtime": {"output_dir": str(tmp_path / "outputs" / "run")}}}))
     assert lock.lock is not None and lock.lock.path == tmp_path / "outputs" / "run" / ".rlx.lock"
     lock.lock.release()
+
+
+def test_the_other_ranks_of_a_run_do_not_take_its_lock(tmp_path, monkeypatch):
+    # Lightning's DDP launcher starts rank 1 as `python -m rlx ...` again, into the run directory rank 0 holds
+    child = hold(tmp_path / "run" / ".rlx.lock")
+    try:
+        config = OmegaConf.create({"hydra": {"run": {"dir": str(tmp_path / "run")}}})
+        monkeypatch.setenv("LOCAL_RANK", "1")
+        lock = RunDirLock()
+        lock.on_run_start(config)  # no refusal: the holder is this run's rank 0
+        assert lock.lock is None
+        monkeypatch.setenv("LOCAL_RANK", "0")
+        with pytest.raises(RunDirBusy):
+            RunDirLock().on_run_start(config)
+    finally:
+        child.kill()
+        child.wait()
