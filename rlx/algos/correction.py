@@ -86,10 +86,13 @@ def off_policy_sequence_mask(logp: Tensor, sampler_logp: Tensor, advantages: Ten
 
 
 class NoCorrection:
-    """rollout_correction=none: every weight 1 (the sampler's tokens are trained as if the trainer drew them)."""
+    """rollout_correction=none: no weight (c = 1 everywhere, so the objective skips the product and logs no
+    loss/correction_* columns: the default run's metrics.csv has none)."""
 
-    def __call__(self, logp: Tensor, old_logp: Tensor, sampler_logp: Tensor, advantages: Tensor, mask: Tensor):
-        return torch.ones_like(logp)  # [N, T]
+    def __call__(
+        self, logp: Tensor, old_logp: Tensor, sampler_logp: Tensor, advantages: Tensor, mask: Tensor
+    ) -> Tensor | None:
+        return None
 
 
 def check_cap(name: str, value: float) -> None:
