@@ -32,6 +32,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from rlx.algos.advantages import GroupNorm
+from rlx.algos.entropy import AdaptiveEntropy, EntropyBonus
 
 log = logging.getLogger(__name__)
 INERT_FILE = "inert.json"
@@ -130,6 +131,27 @@ def _fraction_below_one_token(p: Parts) -> str | None:
             f"a minibatch has at most {tokens} completion tokens here, so ⌊fraction·n⌋ < 1 and the selection takes "
             f"its floor of 1 token whatever the fraction. Raise token_select.fraction above 1/{tokens}"
         )
+    return None
+
+
+@rule("entropy.coef")
+def _zero_entropy_bonus(p: Parts) -> str | None:
+    if isinstance(p.algo.entropy, EntropyBonus) and p.algo.entropy.coef == 0:
+        return "entropy.coef=0 subtracts 0·H: set entropy.coef > 0 (e.g. 0.001), or entropy=none"
+    return None
+
+
+@rule("entropy.*")
+def _adaptive_held_at_zero(p: Parts) -> str | None:
+    if isinstance(p.algo.entropy, AdaptiveEntropy) and p.algo.entropy.coef_max == 0:
+        return "entropy.coef_max=0 clamps the adaptive coefficient at 0, so the bonus never acts: raise it (TRL: 1)"
+    return None
+
+
+@rule("entropy.coef_min", "entropy.coef_max")
+def _adaptive_never_moves(p: Parts) -> str | None:
+    if isinstance(p.algo.entropy, AdaptiveEntropy) and p.algo.entropy.delta == 0:
+        return "entropy.delta=0: the coefficient stays at entropy.coef, inside its bounds. Set entropy.delta > 0"
     return None
 
 

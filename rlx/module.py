@@ -387,6 +387,7 @@ class RLModule(LightningModule):
             "advantage": self.advantage.state_dict(),  # e.g. the running-mean baseline
             "before": self.before_metrics,
             "guard": {"skipped": self.guard.skipped, "in_row": dict(self.guard.in_row)},  # non-finite updates
+            "entropy": self.algo.entropy.state_dict(),  # entropy=adaptive: its coefficient and last measurement
         }
         if self.algo.ref_sync_steps is not None and self.reference is not None:  # no longer the starting policy
             checkpoint["rlx"]["reference"] = self.reference.model.state_dict()
@@ -398,5 +399,6 @@ class RLModule(LightningModule):
         self.before_metrics = state["before"]
         self.guard.skipped = state["guard"]["skipped"]
         self.guard.in_row.update(state["guard"]["in_row"])
+        self.algo.entropy.load_state_dict(state.get("entropy", {}))  # (checkpoints from before the entropy group)
         if "reference" in state and self.reference is not None:
             self.reference.model.load_state_dict(state["reference"])

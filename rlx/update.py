@@ -200,13 +200,15 @@ def policy_step(mb: RolloutBatch, algo, policy, optimizer, backward, guard: NonF
     kl = algo.kl if algo.uses_reference else None
     kl_coef = algo.beta if algo.uses_reference and not algo.kl.in_reward else 0.0
     selection = algo.token_select(mb.entropy, mb.old_logp, advantages, mask)  # of the whole minibatch, or None
+    bonus = algo.entropy.active  # an entropy bonus: π_θ's entropy with its gradient (rlx.algos.entropy)
+    entropy_coef = algo.entropy.coefficient()  # [] one coefficient for every micro-batch of this step
     sums: dict[str, torch.Tensor] = {}
     optimizer.zero_grad(set_to_none=True)
     for rows, ids, attention, width in micro_batches(mb, algo):
         cut = (rows, slice(0, width))
         # the entropy of the sampling policy (this one, at its first update) unless prepare() had it
         with_entropy = mb.old_logp is None and not engine_entropy(mb, algo.temperature)
-        logp, entropy = forward_logprobs(policy, ids, attention, width, algo.temperature, with_entropy)  # [m, T']
+        logp, entropy = forward_logprobs(policy, ids, attention, width, algo.temperature, with_entropy, bonus)
         old_logp = mb.old_logp[cut] if mb.old_logp is not None else logp.detach()  # [m, T']
         ref_logp = mb.ref_logp[cut] if mb.ref_logp is not None else None  # [m, T']
         sampler_logp = mb.sampler_logp[cut] if mb.sampler_logp is not None else old_logp  # [m, T'] μ
@@ -224,14 +226,21 @@ def policy_step(mb: RolloutBatch, algo, policy, optimizer, backward, guard: NonF
             kl_coef,
             TokenSelection(selection.keep[cut], selection.penalty[cut]) if selection is not None else None,
             correction,  # [m, T'] π_old / μ based (rlx.algos.correction); PPO's ratio stays π_θ / π_old
+            entropy if bonus else None,  # [m, T'] with gradient
+            entropy_coef,
         )
         backward(loss)
         metrics["loss"] = loss.detach()
-        if entropy is not None:
-            metrics["policy/entropy"] = (entropy * token_weights[cut]).sum()
+        if with_entropy and entropy is not None:
+            metrics["policy/entropy"] = (entropy.detach() * token_weights[cut]).sum()
         for key, value in metrics.items():
             sums[key] = sums[key] + value if key in sums else value
     loss = sums.pop("loss")
+    if bonus:  # the measured entropy: the token mean over every rank's trained tokens; the adaptive rule reads it
+        total, kept = world.sum([float(sums["loss/entropy"]), float(sums.get("loss/kept_frac", 1.0))])
+        sums["loss/entropy"] = torch.tensor(total / max(kept, 1e-12), dtype=mask.dtype)  # kept: its token share
+        sums["loss/entropy_coef"] = torch.tensor(entropy_coef, dtype=mask.dtype)
+        algo.entropy.observe(float(sums["loss/entropy"]))
     average_gradients(world, policy.parameters())  # several ranks: one all-reduce per optimiser step
     norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), algo.max_grad_norm)
     if guard.allows("policy", loss, norm):

@@ -10,6 +10,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
+from rlx.algos.entropy import entropy_bonus
 from rlx.algos.losses import PolicyLoss
 from rlx.algos.token_select import TokenSelection
 
@@ -47,10 +48,13 @@ def objective(
     kl_coef: float,
     selection: TokenSelection | None = None,
     correction: Tensor | None = None,
+    entropy: Tensor | None = None,
+    entropy_coef: float = 0.0,
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """The loss minimised by every preset, and its metrics:
 
         L = Σ_{i,t} w_{i,t} · ℓ_{i,t}(π_θ, π_old, A)  +  kl_coef · Σ_{i,t} w_{i,t} · KL_{i,t}(π_θ ‖ π_ref)
+            − entropy_coef · Σ_{i,t} w_{i,t} · keep_{i,t} · H_{i,t}(π_θ)
 
     with ℓ the policy loss (clipped ratio, dual clip, GSPO, CISPO or REINFORCE), w the aggregation weights
     (token_mean / seq_mean_token_mean / seq_sum_constant, computed from the whole minibatch's mask), `kl` the
@@ -70,6 +74,10 @@ def objective(
         correction: [N, T] the rollout correction's weight c on ℓ (rlx.algos.correction: built from π_old and
             the sampler's μ, detached), or None (c = 1). Masked tokens (c = 0) still count in the aggregation's
             normaliser, as in the formulas of TIS, MIS and DeepSeek-V3.2.
+        entropy: [N, T] π_θ's entropy with its gradient (rlx.algos.entropy), or None (no bonus); entropy_coef: its
+            coefficient c for this optimiser step (the same for every micro-batch). Adds loss/entropy_bonus
+            (c · Σ w·keep·H, what is subtracted) and loss/entropy (Σ token_weights·keep·H: the token mean over
+            the trained tokens once divided by loss/kept_frac, which the update does).
     Returns: loss (a scalar contribution), metrics (scalar contributions, detached):
         loss/policy, loss/kl (when ref_logp is given), loss/clipfrac (= low + high), loss/clipfrac_low,
         loss/clipfrac_high, loss/approx_kl_k1 = mean(log π_old − log π_θ), loss/approx_kl = mean(ρ − 1 − log ρ)
@@ -85,6 +93,12 @@ def objective(
     metrics = {"loss/policy": policy.detach()}
     if selection is not None:
         metrics["loss/kept_frac"] = (selection.keep * token_weights).sum().detach()
+    if entropy is not None:  # the entropy bonus on the policy term's tokens and aggregation (rlx.algos.entropy)
+        keep = selection.keep if selection is not None else 1.0  # [N, T] or 1
+        bonus = entropy_bonus(entropy, weights * keep, entropy_coef)  # []
+        loss = loss - bonus
+        metrics["loss/entropy_bonus"] = bonus.detach()
+        metrics["loss/entropy"] = (entropy.detach() * token_weights * keep).sum()
     if ref_logp is not None:
         assert kl is not None, "a reference's log-probs come with its KL estimator"
         kl_mat = kl(logp, ref_logp, old_logp)  # [N, T]

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlx.algos.correction import NoCorrection
+from rlx.algos.entropy import NoEntropy
 
 
 @dataclass
@@ -45,6 +46,8 @@ class Algorithm:
     # (logp, old_logp, sampler_logp, advantages, mask) -> weight [N, T] on the policy loss (the
     # `rollout_correction` group; rlx.algos.correction): none unless a preset or the command line picks one
     rollout_correction: Callable = field(default_factory=NoCorrection)
+    # the entropy bonus (the `entropy` group; rlx.algos.entropy): none, a constant or Skywork-OR1's adaptive one
+    entropy: Any = field(default_factory=NoEntropy)
 
     def __post_init__(self) -> None:
         if self.ref_sync_steps is not None and self.ref_sync_steps < 1 or not 0 < self.ref_sync_alpha <= 1:

@@ -12,6 +12,11 @@ A micro-batch whose logits fit in KEEP_LOGITS_BYTES keeps them for that (one bac
 recomputes them chunk by chunk in the backward (one more matmul), so its memory is one chunk. Same values and
 gradients as the logits path to float rounding (tests/rollout/test_head.py).
 
+The entropy H = −Σ_v p_v log p_v is a metric without gradient, unless `entropy_grad` (an entropy bonus in the
+loss, rlx.algos.entropy): then its gradient joins the log-prob's in the same pass,
+
+    ∂H / ∂z_v = −p_v (log p_v + H) / τ.
+
 Shapes: M positions, H hidden width, V vocabulary.
 """
 
@@ -84,15 +89,21 @@ def _same_logits(model, split: Head) -> bool:
 
 
 def head_logprobs(
-    hidden: Tensor, weight: Tensor, targets: Tensor, temperature: float, with_entropy: bool = False
+    hidden: Tensor,
+    weight: Tensor,
+    targets: Tensor,
+    temperature: float,
+    with_entropy: bool = False,
+    entropy_grad: bool = False,
 ) -> tuple[Tensor, Tensor | None]:
     """log softmax(h Wᵀ / τ)[y] for each position, and with `with_entropy` the entropy of each position's
-    distribution (H = logsumexp(z) − Σ_v p_v z_v, z = h Wᵀ / τ; a metric, no gradient).
+    distribution (H = logsumexp(z) − Σ_v p_v z_v, z = h Wᵀ / τ; a metric without gradient unless `entropy_grad`).
 
     Args: hidden [M, H] (final hidden states), weight [V, H], targets [M].
     Returns: log-probs [M] (float32, or float64 for float64 weights), entropy [M] or None.
     """
-    logp, entropy = _HeadLogProbs.apply(hidden, weight, targets, temperature, with_entropy)
+    with_entropy = with_entropy or entropy_grad
+    logp, entropy = _HeadLogProbs.apply(hidden, weight, targets, temperature, with_entropy, entropy_grad)
     return logp, (entropy if with_entropy else None)
 
 
@@ -108,7 +119,7 @@ def _scaled_logits(hidden: Tensor, weight: Tensor, temperature: float) -> Tensor
 
 class _HeadLogProbs(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, hidden, weight, targets, temperature, with_entropy):
+    def forward(ctx, hidden, weight, targets, temperature, with_entropy, entropy_grad):
         dtype = torch.promote_types(weight.dtype, torch.float32)
         logp = hidden.new_empty(hidden.shape[0], dtype=dtype)  # [M]
         normaliser = torch.empty_like(logp)  # [M] log Σ_v exp(z_v)
@@ -123,15 +134,16 @@ class _HeadLogProbs(torch.autograd.Function):
             logp[part] = z.gather(-1, targets[part, None]).squeeze(-1) - normaliser[part]  # [c]
             if with_entropy:
                 entropy[part] = normaliser[part] - (torch.softmax(z, dim=-1) * z).sum(-1)  # [c]
-        ctx.save_for_backward(hidden, weight, targets, normaliser)
+        ctx.save_for_backward(hidden, weight, targets, normaliser, entropy)
         ctx.keeps = ctx.kept is not None
-        ctx.temperature = temperature
-        ctx.mark_non_differentiable(entropy)
+        ctx.temperature, ctx.entropy_grad = temperature, entropy_grad
+        if not entropy_grad:
+            ctx.mark_non_differentiable(entropy)
         return logp, entropy
 
     @staticmethod
-    def backward(ctx, grad_logp, _grad_entropy):  # grad_logp [M]
-        hidden, weight, targets, normaliser = ctx.saved_tensors
+    def backward(ctx, grad_logp, grad_entropy):  # grad_logp [M], grad_entropy [M] (read only with entropy_grad)
+        hidden, weight, targets, normaliser, entropy = ctx.saved_tensors
         temperature = ctx.temperature
         want_hidden, want_weight = ctx.needs_input_grad[:2]
         grad_hidden = torch.empty_like(hidden) if want_hidden else None  # [M, H]
@@ -143,11 +155,18 @@ class _HeadLogProbs(torch.autograd.Function):
         for i, part in enumerate(_chunks(hidden.shape[0], weight.shape[0])):
             g = grad_logp[part, None] / temperature  # [c, 1]
             z = kept[i] if kept is not None else _scaled_logits(hidden[part], weight, temperature)  # [c, V]
-            grad_z = z.sub_(normaliser[part, None]).exp_()  # p [c, V]
-            grad_z.mul_(-g).scatter_add_(-1, targets[part, None], g)  # (1[v = y] − p_v) g / τ  [c, V]
+            if not ctx.entropy_grad:  # the default: the entropy is a metric without gradient
+                grad_z = z.sub_(normaliser[part, None]).exp_()  # p [c, V]
+                grad_z.mul_(-g).scatter_add_(-1, targets[part, None], g)  # (1[v = y] − p_v) g / τ  [c, V]
+            else:
+                log_p = z.sub_(normaliser[part, None])  # [c, V]
+                g_h = grad_entropy[part, None] / temperature  # [c, 1]
+                # −p_v (g + g_H (log p_v + H)) + 1[v = y] g: the log-prob's and the entropy's gradients  [c, V]
+                grad_z = log_p.add(entropy[part, None]).mul_(g_h).add_(g).mul_(log_p.exp().neg_())
+                grad_z.scatter_add_(-1, targets[part, None], g)
             if grad_hidden is not None:
                 grad_hidden[part] = grad_z.to(weight.dtype) @ weight  # [c, H]
             if grad_weight is not None:
                 grad_weight.addmm_(grad_z.T, hidden[part].to(grad_weight.dtype))  # [V, H]
         grad_weight = grad_weight.to(weight.dtype) if grad_weight is not None else None
-        return grad_hidden, grad_weight, None, None, None
+        return grad_hidden, grad_weight, None, None, None, None

@@ -92,17 +92,23 @@ def map_micro_batches(
 
 
 def selective_log_softmax(
-    logits: Tensor, targets: Tensor, temperature: float, chunk_rows: int = 8, with_entropy: bool = False
+    logits: Tensor,
+    targets: Tensor,
+    temperature: float,
+    chunk_rows: int = 8,
+    with_entropy: bool = False,
+    entropy_grad: bool = False,
 ) -> tuple[Tensor, Tensor | None]:
     """log softmax(z / τ)[target] for logits [n, T, V] (any dtype), targets [n, T], a few rows at a time: each
     chunk is upcast to float32 on its own, so no full float32 [n, T, V] tensor exists next to the logits.
 
     With `with_entropy`, also the entropy of each position's distribution, H = logsumexp(z) − Σ_v p_v z_v
-    (z = logits / τ), computed without gradient (a metric).
+    (z = logits / τ), computed without gradient (a metric), or with it when `entropy_grad` (an entropy bonus).
 
     Returns: log-probs [n, T] (float32, or float64 for float64 logits), entropy [n, T] or None.
     """
     logps, entropies = [], []
+    with_entropy = with_entropy or entropy_grad
     dtype = torch.promote_types(logits.dtype, torch.float32)  # bf16/fp16 logits are upcast, float64 kept
     for start in range(0, logits.shape[0], chunk_rows):
         block = logits[start : start + chunk_rows].to(dtype) / temperature  # [c, T, V]
@@ -110,7 +116,7 @@ def selective_log_softmax(
         picked = block.gather(-1, targets[start : start + chunk_rows, :, None]).squeeze(-1)  # [c, T]
         logps.append(picked - normaliser)  # [c, T]
         if with_entropy:
-            with torch.no_grad():
+            with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
                 probs = torch.softmax(block, dim=-1)  # [c, T, V]
                 entropies.append(normaliser - (probs * block).sum(-1))  # [c, T]
     return torch.cat(logps), (torch.cat(entropies) if with_entropy else None)
@@ -123,19 +129,22 @@ def forward_logprobs(
     response_width: int,
     temperature: float,
     with_entropy: bool = False,
+    entropy_grad: bool = False,
 ) -> tuple[Tensor, Tensor | None]:
     """log π(y_t | x, y<t) [n, T] of one (already trimmed) micro-batch, one forward pass with logits only for
-    the completion positions (`logits_to_keep`); gradients flow unless the caller disables them."""
+    the completion positions (`logits_to_keep`); gradients flow unless the caller disables them. The entropy
+    (`with_entropy`) is a metric without gradient unless `entropy_grad` (rlx.algos.entropy's bonus)."""
     # (perf) rows that share a prompt (a group) run it once: the same logits and gradient as one forward over
     # the full rows (rlx.rollout.prefix, tests/rollout/test_prefix.py); positions are cumsum(mask) − 1 there too.
     targets = input_ids[:, -response_width:]  # [n, T]
     head = split_head(model)
     if head is None:
         logits = shared_prefix_logits(model, input_ids, attention_mask, response_width)  # [n, T, V]
-        return selective_log_softmax(logits, targets, temperature, with_entropy=with_entropy)
+        return selective_log_softmax(logits, targets, temperature, with_entropy=with_entropy, entropy_grad=entropy_grad)
     # (perf) the LM head fused with the log-softmax, a chunk of positions at a time (rlx.rollout.head)
     states = shared_prefix_states(model, head.decoder, input_ids, attention_mask, response_width)  # [n, T, H]
-    logp, entropy = head_logprobs(states.flatten(0, 1), head.weight, targets.flatten(), temperature, with_entropy)
+    flat = (states.flatten(0, 1), head.weight, targets.flatten())  # [n·T, H], [V, H], [n·T]
+    logp, entropy = head_logprobs(*flat, temperature, with_entropy, entropy_grad)
     shape = targets.shape
     return logp.view(shape), (entropy.view(shape) if entropy is not None else None)
 
