@@ -99,3 +99,23 @@ class GradCapture:
         self.grads.append(
             torch.cat([p.grad.flatten() if p.grad is not None else torch.zeros_like(p).flatten() for p in self.params])
         )
+
+
+def off_policy_steps(model, batch: RolloutBatch, algo, advantage, reference=None, steps: int = 1):
+    """`steps` policy_step calls on one off-policy minibatch of `batch` (rows 0, 2, 3, 5, 6, 7, 8, 11; the old
+    log-probs shifted by −0.4…0.4, so ratios are not 1 and the clip acts), recording gradients without applying
+    them. Returns (the last step's metrics, its gradient [P], the minibatch)."""
+    from dataclasses import replace
+
+    from rlx.update import NonFiniteGuard, policy_step, prepare
+
+    prepared, _ = prepare(batch, algo, advantage, model, reference, None)
+    mb = prepared.select(torch.tensor([0, 2, 3, 5, 6, 7, 8, 11]))
+    shift = torch.linspace(-0.4, 0.4, mb.old_logp.numel(), dtype=torch.float64).view_as(mb.old_logp)
+    mb = replace(mb, old_logp=mb.old_logp + shift)
+    optimizer = GradCapture(model.parameters())
+    torch.manual_seed(0)  # Clip-Cov's random choice, the same in every call
+    metrics: dict = {}
+    for _ in range(steps):
+        metrics = policy_step(mb, algo, model, optimizer, lambda loss: loss.backward(), NonFiniteGuard(1))
+    return metrics, optimizer.grads[-1], mb

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import replace
 
 import pytest
 import torch
@@ -20,8 +19,7 @@ from rlx.models.tiny import build_tiny_llama
 from rlx.models.tokenizer import build_char_tokenizer
 from rlx.rollout.head import head_logprobs
 from rlx.rollout.logprobs import forward_logprobs, trim_padding
-from rlx.update import NonFiniteGuard, policy_step, prepare
-from tests.algos.helpers import GradCapture, bare_module, bare_trainer, compose_algo
+from tests.algos.helpers import bare_module, bare_trainer, compose_algo, off_policy_steps
 from tests.algos.test_micro_batching import FirstCharBelowM, parts  # noqa: F401  (parts: the shared fixture)
 from tests.unit.test_inert import inert
 
@@ -113,14 +111,15 @@ def test_forward_entropy_carries_a_gradient_only_for_the_bonus():
 
 
 # ---------------------------------------------------------------- in the update
-def off_policy_minibatch(batch, algo, advantage, model):
-    prepared, _ = prepare(batch, algo, advantage, model, None, None)
-    mb = prepared.select(torch.tensor([0, 2, 3, 5, 6, 7, 8, 11]))
-    shift = torch.linspace(-0.4, 0.4, mb.old_logp.numel(), dtype=torch.float64).view_as(mb.old_logp)
-    return replace(mb, old_logp=mb.old_logp + shift)
-
-
 BASE = ["algo=grpo", "algo.group_size=4", "algo.prompts_per_step=3", "algo.max_grad_norm=1e9", "data.max_new_tokens=6"]
+
+
+def optimiser_steps(parts, cfg_factory, option, steps=1):  # noqa: F811
+    """off_policy_steps on the shared float64 batch, grpo without KL plus `option`: (metrics, gradient, algo, mb)."""
+    _, model, batch = parts
+    algo, advantage = compose_algo(cfg_factory, *BASE, "algo.beta=0", *option)
+    metrics, grad, mb = off_policy_steps(model, batch, algo, advantage, steps=steps)
+    return metrics, grad, algo, mb
 
 
 @pytest.mark.parametrize(
@@ -131,20 +130,14 @@ BASE = ["algo=grpo", "algo.group_size=4", "algo.prompts_per_step=3", "algo.max_g
 def test_bonus_is_unchanged_by_micro_batching(parts, cfg_factory, option):  # noqa: F811
     # two optimiser steps (the adaptive coefficient acts from the second, after its first measurement, which is
     # below the 5-nat target): loss, metrics, gradient and the controller's state equal the unsplit minibatch's
-    tok, model, batch = parts
-    results = []
-    for extra in ([], ["algo.micro_batch_size=1"]):
-        algo, advantage = compose_algo(cfg_factory, *BASE, "algo.beta=0", *option, *extra)
-        mb = off_policy_minibatch(batch, algo, advantage, model)
-        optimizer = GradCapture(model.parameters())
-        steps = [policy_step(mb, algo, model, optimizer, lambda loss: loss.backward(), NonFiniteGuard(1)) for _ in "ab"]
-        results.append((steps[-1], optimizer.grads[-1], algo.entropy.state_dict()))
-    (whole, grad_whole, state_whole), (split, grad_split, state_split) = results
+    whole, grad_whole, algo_whole, _ = optimiser_steps(parts, cfg_factory, option, steps=2)
+    split, grad_split, algo_split, _ = optimiser_steps(parts, cfg_factory, [*option, "algo.micro_batch_size=1"], 2)
     assert set(whole) == set(split) and {"loss/entropy_bonus", "loss/entropy_coef", "loss/entropy"} <= set(whole)
     for key in whole:
         assert abs(float(whole[key]) - float(split[key])) < 1e-10 * max(1.0, abs(float(whole[key]))), key
     torch.testing.assert_close(grad_split, grad_whole, atol=1e-9, rtol=1e-6)
     assert float(whole["loss/entropy_bonus"]) > 0 and float(whole["loss/entropy_coef"]) > 0
+    state_whole, state_split = algo_whole.entropy.state_dict(), algo_split.entropy.state_dict()
     assert state_whole.keys() == state_split.keys()
     for key in state_whole:
         assert state_whole[key] == pytest.approx(state_split[key], rel=1e-12), key
@@ -152,14 +145,9 @@ def test_bonus_is_unchanged_by_micro_batching(parts, cfg_factory, option):  # no
 
 def test_bonus_gradient_is_minus_c_times_the_entropy_gradient(parts, cfg_factory):  # noqa: F811
     # the update's gradient with the bonus minus the one without is −c·∇(Σ w·H), w the policy term's aggregation
-    tok, model, batch = parts
-    grads = []
-    for option in (["entropy=none"], ["entropy=bonus", "entropy.coef=0.05"]):
-        algo, advantage = compose_algo(cfg_factory, *BASE, "algo.beta=0", *option)
-        mb = off_policy_minibatch(batch, algo, advantage, model)
-        optimizer = GradCapture(model.parameters())
-        policy_step(mb, algo, model, optimizer, lambda loss: loss.backward(), NonFiniteGuard(1))
-        grads.append(optimizer.grads[0])
+    _, grad_none, _, _ = optimiser_steps(parts, cfg_factory, ["entropy=none"])
+    _, grad_bonus, algo, mb = optimiser_steps(parts, cfg_factory, ["entropy=bonus", "entropy.coef=0.05"])
+    model = parts[1]
     weights = algo.aggregate(mb.loss_mask().double())  # [n, T]
     model.zero_grad(set_to_none=True)
     ids, attention, width = trim_padding(mb.input_ids, mb.attention_mask, mb.response_width)
@@ -169,23 +157,16 @@ def test_bonus_gradient_is_minus_c_times_the_entropy_gradient(parts, cfg_factory
     # transformers' Llama runs its RMSNorm and attention softmax in float32 even for float64 weights, so every
     # gradient is rounded to float32 on its way back (u = 2⁻²⁴ relative, a few times per layer): the difference of
     # two runs carries that rounding of the whole gradient, 16·u·max|∇| (measured: 4·u)
-    atol = 16 * 2.0**-24 * float(grads[0].abs().max())
-    torch.testing.assert_close(grads[1] - grads[0], expected, atol=atol, rtol=0)
+    atol = 16 * 2.0**-24 * float(grad_none.abs().max())
+    torch.testing.assert_close(grad_bonus - grad_none, expected, atol=atol, rtol=0)
     assert expected.abs().max() > 100 * atol  # the bonus's gradient is far above that rounding
 
 
 def test_entropy_none_adds_nothing_and_a_zero_bonus_changes_no_number(parts, cfg_factory):  # noqa: F811
     # the default's update takes the path it took before the bonus existed; a bonus of 0 (an inert key) goes
     # through the entropy's backward and gives the same loss and gradient bit for bit (0·H adds an exact 0)
-    tok, model, batch = parts
-    results = []
-    for option in (["entropy=none"], ["entropy=bonus", "entropy.coef=0"]):
-        algo, advantage = compose_algo(cfg_factory, *BASE, "algo.beta=0", *option)
-        mb = off_policy_minibatch(batch, algo, advantage, model)
-        optimizer = GradCapture(model.parameters())
-        metrics = policy_step(mb, algo, model, optimizer, lambda loss: loss.backward(), NonFiniteGuard(1))
-        results.append((metrics, optimizer.grads[0]))
-    (none, grad_none), (zero, grad_zero) = results
+    none, grad_none, _, _ = optimiser_steps(parts, cfg_factory, ["entropy=none"])
+    zero, grad_zero, _, _ = optimiser_steps(parts, cfg_factory, ["entropy=bonus", "entropy.coef=0"])
     assert not any("entropy" in key for key in none)  # no loss/entropy* column unless the term is configured
     assert float(none["loss/policy"]) == float(zero["loss/policy"])
     assert torch.equal(grad_none, grad_zero)

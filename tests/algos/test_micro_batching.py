@@ -18,8 +18,8 @@ from rlx.models.tokenizer import build_char_tokenizer
 from rlx.rewards.base import Status, Verdict
 from rlx.rollout.collect import RolloutConfig
 from rlx.rollout.logprobs import plan_micro_batches, sequence_logprobs, trim_padding
-from rlx.update import NonFiniteGuard, critic_step, policy_step, prepare
-from tests.algos.helpers import GradCapture, bare_module, bare_trainer, compose_algo, scripted_batch
+from rlx.update import NonFiniteGuard, critic_step, prepare
+from tests.algos.helpers import GradCapture, bare_module, bare_trainer, compose_algo, off_policy_steps, scripted_batch
 
 SPLITS = [["algo.micro_batch_size=3"], ["algo.micro_batch_size=1"], ["algo.micro_batch_tokens=24"]]
 
@@ -109,14 +109,8 @@ def test_policy_loss_and_gradient_are_unchanged_by_micro_batching(parts, cfg_fac
     results = []
     for extra in ([], split):
         algo, advantage = compose_algo(cfg_factory, *base, *extra)
-        prepared, _ = prepare(batch, algo, advantage, model, reference, None)
-        # an off-policy minibatch (old log-probs shifted), so ratios are not 1 and the clip acts
-        mb = prepared.select(torch.tensor([0, 2, 3, 5, 6, 7, 8, 11]))
-        shift = torch.linspace(-0.4, 0.4, mb.old_logp.numel(), dtype=torch.float64).view_as(mb.old_logp)
-        mb = replace(mb, old_logp=mb.old_logp + shift)
-        optimizer = GradCapture(model.parameters())
-        metrics = policy_step(mb, algo, model, optimizer, lambda loss: loss.backward(), NonFiniteGuard(1))
-        results.append((metrics, optimizer.grads[0]))
+        metrics, grad, _ = off_policy_steps(model, batch, algo, advantage, reference)  # ratios off 1: the clip acts
+        results.append((metrics, grad))
     (whole, grad_whole), (parts_, grad_parts) = results
     assert whole["loss/clipfrac"] > 0 and whole["loss/kl"] > 0
     for key in ("loss/policy", "loss/kl", "loss/clipfrac", "loss/clipfrac_low", "loss/approx_kl_k1"):
@@ -216,14 +210,8 @@ def test_the_new_shapes_and_selections_are_unchanged_by_micro_batching(parts, cf
     results = []
     for extra in ([], ["algo.micro_batch_size=1"]):
         algo, advantage = compose_algo(cfg_factory, *base, "data.max_new_tokens=6", *extra)
-        prepared, _ = prepare(batch, algo, advantage, model, reference, None)
-        mb = prepared.select(torch.tensor([0, 2, 3, 5, 6, 7, 8, 11]))
-        shift = torch.linspace(-0.4, 0.4, mb.old_logp.numel(), dtype=torch.float64).view_as(mb.old_logp)
-        mb = replace(mb, old_logp=mb.old_logp + shift)
-        optimizer = GradCapture(model.parameters())
-        torch.manual_seed(0)  # Clip-Cov's random choice, the same in both runs
-        metrics = policy_step(mb, algo, model, optimizer, lambda loss: loss.backward(), NonFiniteGuard(1))
-        results.append((metrics, optimizer.grads[0]))
+        metrics, grad, _ = off_policy_steps(model, batch, algo, advantage, reference)  # Clip-Cov seeded alike
+        results.append((metrics, grad))
     (whole, grad_whole), (parts_, grad_parts) = results
     assert set(whole) == set(parts_)
     for key in whole:
