@@ -237,8 +237,10 @@ def policy_step(mb: RolloutBatch, algo, policy, optimizer, backward, guard: NonF
             sums[key] = sums[key] + value if key in sums else value
     loss = sums.pop("loss")
     if bonus:  # the measured entropy: the token mean over every rank's trained tokens; the adaptive rule reads it
-        total, kept = world.sum([float(sums["loss/entropy"]), float(sums.get("loss/kept_frac", 1.0))])
-        sums["loss/entropy"] = torch.tensor(total / max(kept, 1e-12), dtype=mask.dtype)  # kept: its token share
+        kept = sums.get("loss/kept_frac", token_weights.sum())  # this rank's share of the trained tokens
+        total, kept = world.sum([float(sums["loss/entropy"]), float(kept)])
+        measured = total / kept if kept > 0 else float("nan")  # (no trained token: nothing measured)
+        sums["loss/entropy"] = torch.tensor(measured, dtype=mask.dtype)
         sums["loss/entropy_coef"] = torch.tensor(entropy_coef, dtype=mask.dtype)
         algo.entropy.observe(float(sums["loss/entropy"]))
     average_gradients(world, policy.parameters())  # several ranks: one all-reduce per optimiser step
