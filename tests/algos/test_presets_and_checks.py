@@ -92,7 +92,7 @@ def test_presets_compose_the_papers_axes(cfg_factory):
 def preset_rows(text: str, heading: str) -> set[str]:
     section = text[text.index(heading) :]
     table = section[section.index("| preset |") :].split("\n\n")[0]
-    return {m.group(1) for m in re.finditer(r"^\| `([a-z_]+)` \|", table, re.M)}
+    return {m.group(1) for m in re.finditer(r"^\| `([a-z0-9_]+)` \|", table, re.M)}
 
 
 def test_readme_table_lists_every_preset_and_only_presets():
