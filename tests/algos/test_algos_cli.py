@@ -53,6 +53,7 @@ def columns(run_dir):
 
 # The presets in a few multiruns of their own, so pytest-xdist's workers share them
 CHUNKS = 3
+SHORT_EVAL = ["data.val_size=16"]  # the held-out evaluation runs before, during and after each run: kept short
 
 
 @pytest.mark.parametrize("chunk", range(CHUNKS))
@@ -65,7 +66,7 @@ def test_sweep_of_every_preset_then_resume_ppo(chunk, tmp_path, test_cache):
             f"algo={','.join(presets)}",
             *FAST_MODEL,
             *SHORT,
-            "data.val_size=16",  # the held-out evaluation runs before, during and after each run: kept short
+            *SHORT_EVAL,
             "trainer.max_steps=2",
             f"hydra.sweep.dir={sweep}",
             "hydra.sweep.subdir=${algo.name}",
@@ -86,7 +87,15 @@ def test_sweep_of_every_preset_then_resume_ppo(chunk, tmp_path, test_cache):
     ckpt = sweep / "ppo" / "checkpoints" / "last.ckpt"
     resumed = tmp_path / "ppo-resumed"
     rlx(
-        ["algo=ppo", *FAST_MODEL, *SHORT, "trainer.max_steps=3", f"ckpt_path={ckpt}", f"hydra.run.dir={resumed}"],
+        [
+            "algo=ppo",
+            *FAST_MODEL,
+            *SHORT,
+            *SHORT_EVAL,
+            "trainer.max_steps=3",
+            f"ckpt_path={ckpt}",
+            f"hydra.run.dir={resumed}",
+        ],
         test_cache,
     )
     assert json.loads((resumed / "summary.json").read_text())["steps"] == 3
