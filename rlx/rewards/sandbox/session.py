@@ -306,14 +306,7 @@ class _Worker:
             elif self.owes_end:
                 self.settle()
             session = Session(self, self.limits)
-            keep = [dest for _, dest in self.config["binds"] if dest.startswith(("/tmp/", "/dev/shm/"))]
-            start = {
-                "program": program,
-                "harness": self.config["harness"],
-                "env": self.config["candidate_env"],
-                "keep": keep,
-            }
-            self.send(b"S", json.dumps({**start, "limits": self.limits.__dict__}).encode())
+            self.send(b"S", json.dumps({"program": program, "limits": self.limits.__dict__}).encode())
             try:
                 result: T | Failure = check(session, index)
             except Ended as ended:
