@@ -4,6 +4,7 @@ propagates."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -13,7 +14,17 @@ import pytest
 from sandbox_helpers import jailed_processes, left_behind
 
 from rlx.rewards.base import Status
-from rlx.rewards.sandbox.session import Ended, Failure, Limits, RunFacts, Sandbox, SandboxUnavailable, ended_status
+from rlx.rewards.sandbox.jail_process import JailBroken
+from rlx.rewards.sandbox.session import (
+    Ended,
+    Failure,
+    Limits,
+    RunFacts,
+    Sandbox,
+    SandboxUnavailable,
+    Session,
+    ended_status,
+)
 from tests.rewards.sandbox_helpers import configured_unit_tests_reward
 
 LIMITS = Limits(wall_s=3.0, cpu_s=2, memory_mb=256, disk_mb=16, output_kb=256)
@@ -26,6 +37,18 @@ def test_ended_labels():
     assert ended_status(RunFacts(overflow=True))[0] == Status.VIOLATION
     assert ended_status(RunFacts(signal=signal.SIGXFSZ))[0] == Status.VIOLATION
     assert ended_status(RunFacts(exit_code=0))[0] == Status.CRASH
+
+
+def test_a_candidate_whose_setup_failed_breaks_the_jail_not_the_sample():
+    """E facts with started=False (the candidate died before its setup wrote `ready`): the jail is broken (INFRA,
+    restarted), not a CRASH the program would be scored 0 for; started=True with the same exit is the program's."""
+    session = Session(None, LIMITS)  # type: ignore[arg-type]  # _finish reads only the facts
+    failed = json.dumps({"exit_code": 70, "started": False, "output_tail": "sandbox session setup failed: x"})
+    with pytest.raises(JailBroken, match="setup failed"):
+        session._finish(failed.encode())
+    with pytest.raises(Ended) as ended:
+        session._finish(json.dumps({"exit_code": 70, "started": True}).encode())
+    assert ended.value.status == Status.CRASH
 
 
 @pytest.mark.slow

@@ -103,7 +103,6 @@ class Session:
         self._jail, self._limits = jail, limits
         self._deadline = time.monotonic() + limits.wall_s + BACKSTOP_S
         self._ended: Ended | None = None
-        self._started = False
         self.facts: RunFacts | None = None
 
     def request(
@@ -118,7 +117,7 @@ class Session:
         while True:
             if patience is not None and patience < self._deadline and not self._jail.ready(patience):
                 self._end(Ended(Status.TIMEOUT, f"no reply within the request's {timeout_s} s"))
-            kind, body = self._receive()
+            kind, body = self._jail.receive(self._deadline)
             if kind == b"M":
                 try:
                     return frames.unpack_message(body)
@@ -136,7 +135,7 @@ class Session:
     def _finish(self, body: bytes) -> None:
         self.facts = _facts(body)
         status, reason = ended_status(self.facts)
-        if not (self.facts.started or self._started):
+        if not self.facts.started:
             raise JailBroken(f"the candidate's setup failed: {self.facts.output_tail.strip()[-300:]}")
         self._ended = Ended(status, reason, self.facts)
         raise self._ended
@@ -150,7 +149,7 @@ class Session:
             self._jail.send(b"M", frames.pack_message(message))
         replies: list[dict] = []
         while len(replies) < len(messages):
-            kind, body = self._receive()
+            kind, body = self._jail.receive(self._deadline)
             if kind == b"M":
                 try:
                     replies.append(frames.unpack_message(body)[0])
@@ -159,15 +158,6 @@ class Session:
             elif kind == b"E":
                 self._finish(body)
         return replies
-
-    def _receive(self) -> tuple[bytes, bytes]:
-        """The next frame that is not R (the candidate's setup is done: noted; a request sent before it waits
-        in the zygote, so the first request costs no extra round trip)."""
-        while True:
-            kind, body = self._jail.receive(self._deadline)
-            if kind != b"R":
-                return kind, body
-            self._started = True
 
     def close(self, wait: bool = True) -> None:
         """End the session (the candidate is killed); `wait=False` leaves its E frame to be read before the next

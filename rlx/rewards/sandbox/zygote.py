@@ -142,8 +142,7 @@ class _Session:
         self.received = bytearray()  # candidate -> checker bytes not yet a whole message
         self.tail = b""
         self.stdio_open = True
-        self.started = False  # the candidate's setup finished (it wrote to `ready`)
-        self.ready_open = True
+        self.started = False  # the candidate's setup finished (it wrote to `ready`; read once it has ended)
         self.timed_out = self.overflow = self.closed = False
 
     def relay(self) -> bool:
@@ -155,7 +154,6 @@ class _Session:
                 self.timed_out = True
                 break
             watch = [self.from_child, self.pidfd, 0] + ([self.stdio] if self.stdio_open else [])
-            watch += [self.ready] if self.ready_open else []
             writable = [self.to_child] if self.pending else []
             ready, can_write, _ = select.select(watch, writable, [], remaining)
             if self.to_child in can_write:
@@ -164,8 +162,6 @@ class _Session:
                 break
             if self.stdio in ready:
                 self._read_stdio()
-            if self.ready in ready:
-                self._read_ready()
             if 0 in ready:
                 frame = frames.read_frame(0, CONTROL_CAP)
                 if frame is None:
@@ -188,8 +184,10 @@ class _Session:
         os.set_blocking(self.stdio, False)
         self._read_stdio()
         os.set_blocking(self.ready, False)
-        if not self.started:
-            self._read_ready(announce=False)
+        try:
+            self.started = os.read(self.ready, 1) == b"r"
+        except BlockingIOError:
+            pass
         for fd in (self.to_child, self.from_child, self.stdio, self.pidfd, self.ready):
             os.close(fd)
         code = os.waitstatus_to_exitcode(status)
@@ -242,15 +240,6 @@ class _Session:
             frames.write_frame(1, b"M", bytes(self.received[LENGTH.size : LENGTH.size + size]))
             del self.received[: LENGTH.size + size]
         return True
-
-    def _read_ready(self, announce: bool = True) -> None:
-        try:
-            self.started = os.read(self.ready, 1) == b"r"
-        except BlockingIOError:
-            return
-        self.ready_open = False
-        if self.started and announce:
-            frames.write_frame(1, b"R", b"")
 
     def _read_stdio(self) -> None:
         try:
