@@ -100,17 +100,21 @@ def test_sessions_of_one_jail_are_independent():
         "import sys, ctypes\nsys.modules['json'] = None\nopen('/tmp/left', 'w').write('x')\n"
         "ctypes.CDLL(None).shmget(0x5EE5, 1 << 20, 0o1666)\n"
     )
+    # no file, only the directory's mode: the zygote reuses a tmpfs only when nothing in it changed
+    chmod = "import os\nos.chmod('/dev/shm', 0o700)\n"
     second = (
         "import os, json\ndef look():\n"
-        "    return [os.listdir('/tmp'), json.dumps(1), open('/proc/sysvipc/shm').readlines()[1:]]\n"
+        "    return [os.listdir('/tmp'), json.dumps(1), open('/proc/sysvipc/shm').readlines()[1:],\n"
+        "            oct(os.stat('/dev/shm').st_mode)]\n"
     )
     with Sandbox("rlx.rewards.unit_tests_harness", 1, LIMITS, modules=("rlx.rewards.sandbox.values",)) as sandbox:
 
         def check(session, index):
             session.request({"op": "load"})
-            return session.request({"op": "eval", "expr": "look()"})[0] if index else None
+            return session.request({"op": "eval", "expr": "look()"})[0] if index == 2 else None
 
-        assert sandbox.map([first, second], check)[1] == {"value": ["list", [["list", []], ["str", "1"], ["list", []]]]}
+        fresh = ["list", [["list", []], ["str", "1"], ["list", []], ["str", "0o41777"]]]
+        assert sandbox.map([first, chmod, second], check)[2] == {"value": fresh}
 
 
 def test_allowed_files_under_tmp_stay_importable_and_read_only(monkeypatch, tmp_path):
