@@ -6,7 +6,7 @@ namespaces) and imports only stdlib and the files copied in with it.
 
 Per session (an S frame from the checker):
 
-    zygote: a fresh tmpfs on /tmp and /dev/shm (the last session's detached)
+    zygote: a fresh tmpfs on /tmp and /dev/shm (kept when the last candidate changed nothing in them)
     zygote ──fork──▶ candidate: cwd /tmp, rlimits, no capabilities, seccomp (no new process, no exec, no mount,
                      no memory outside RLIMIT_DATA, no SysV or POSIX IPC object); runs
                      HARNESS.serve(program, receive, send)
