@@ -35,7 +35,10 @@ LIMITS = dict(wall_s=3.0, cpu_s=2, memory_mb=256, disk_mb=16, output_kb=256, fsi
 
 def baseline_one(_: int) -> bool:
     code = PROGRAM + "print(add(1, 2) == 3 and add(2, 2) == 4)\n"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, stdin=subprocess.DEVNULL, timeout=3.0)
+    try:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, stdin=subprocess.DEVNULL, timeout=3.0)
+    except subprocess.TimeoutExpired:  # a loaded machine: counted as not correct, as the sandbox's TIMEOUT would be
+        return False
     return done.returncode == 0 and done.stdout.strip() == b"True"
 
 
