@@ -10,6 +10,11 @@ from omegaconf import OmegaConf
 from rlx.checks import build_node
 from tests.conftest import CONF
 
+# Root runs give each jail a uid of its own and then check that nothing of those uids is left. Another run of the
+# same suites on the machine (another checkout's, at the same time) would use the same uids and be seen as left
+# behind: each run shifts its uids by an even offset of its own (< 200, so the suites' ranges stay apart).
+RUN_UID_OFFSET = 2 * (os.getpid() % 100)
+
 
 def processes_of(uids: list[int]) -> list[int]:
     """PIDs (host namespace) whose real uid is one of `uids`."""

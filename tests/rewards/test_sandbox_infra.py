@@ -4,19 +4,31 @@ propagates."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
 import time
 
 import pytest
-from sandbox_helpers import jailed_processes, left_behind
+from sandbox_helpers import RUN_UID_OFFSET, jailed_processes, left_behind
 
 from rlx.rewards.base import Status
-from rlx.rewards.sandbox.session import Ended, Failure, Limits, RunFacts, Sandbox, SandboxUnavailable, ended_status
+from rlx.rewards.sandbox.jail_process import JailBroken
+from rlx.rewards.sandbox.session import (
+    Ended,
+    Failure,
+    Limits,
+    RunFacts,
+    Sandbox,
+    SandboxUnavailable,
+    Session,
+    ended_status,
+)
 from tests.rewards.sandbox_helpers import configured_unit_tests_reward
 
 LIMITS = Limits(wall_s=3.0, cpu_s=2, memory_mb=256, disk_mb=16, output_kb=256)
+JAIL_UID, DEADLOCK_UID = 61550 + RUN_UID_OFFSET, 61800 + RUN_UID_OFFSET  # as root: uids no other test uses
 
 
 def test_ended_labels():
@@ -28,10 +40,22 @@ def test_ended_labels():
     assert ended_status(RunFacts(exit_code=0))[0] == Status.CRASH
 
 
+def test_a_candidate_whose_setup_failed_breaks_the_jail_not_the_sample():
+    """E facts with started=False (the candidate died before its setup wrote `ready`): the jail is broken (INFRA,
+    restarted), not a CRASH the program would be scored 0 for; started=True with the same exit is the program's."""
+    session = Session(None, LIMITS)  # type: ignore[arg-type]  # _finish reads only the facts
+    failed = json.dumps({"exit_code": 70, "started": False, "output_tail": "sandbox session setup failed: x"})
+    with pytest.raises(JailBroken, match="setup failed"):
+        session._finish(failed.encode())
+    with pytest.raises(Ended) as ended:
+        session._finish(json.dumps({"exit_code": 70, "started": True}).encode())
+    assert ended.value.status == Status.CRASH
+
+
 @pytest.mark.slow
 def test_ended_session_then_killed_jail_then_recovery():
     values = ("rlx.rewards.sandbox.values",)
-    with Sandbox("rlx.rewards.unit_tests_harness", 1, LIMITS, modules=values, base_uid=61550) as sandbox:
+    with Sandbox("rlx.rewards.unit_tests_harness", 1, LIMITS, modules=values, base_uid=JAIL_UID) as sandbox:
 
         def check(session, index):
             session.request({"op": "load"})
@@ -44,7 +68,7 @@ def test_ended_session_then_killed_jail_then_recovery():
             return None
 
         assert sandbox.map(["import os\ndef f():\n    os._exit(0)\n"], check) == [Status.CRASH]
-        jail = jailed_processes() if os.getuid() else [p for p in jailed_processes() if p in left_behind([61550])]
+        jail = jailed_processes() if os.getuid() else [p for p in jailed_processes() if p in left_behind([JAIL_UID])]
         zygote = [p for p in jail if b"zygote" in open(f"/proc/{p}/cmdline", "rb").read()]
         threading.Timer(0.5, lambda: [os.kill(p, signal.SIGKILL) for p in zygote]).start()
         started = time.monotonic()
@@ -53,7 +77,7 @@ def test_ended_session_then_killed_jail_then_recovery():
         assert time.monotonic() - started < 10
         assert sandbox.map(["def f():\n    return 1\n"], check) == [None]  # restarted
         assert sandbox.restarts == 1
-    assert left_behind([61550]) == []
+    assert left_behind([JAIL_UID]) == []
 
 
 @pytest.mark.slow
@@ -92,10 +116,10 @@ def test_no_jail_means_no_reward(monkeypatch):
     real = session.jail_config
     monkeypatch.setattr(session, "jail_config", lambda *a: {**real(*a), "python": "/nonexistent/python3"})
     with pytest.raises(SandboxUnavailable) as refused:
-        configured_unit_tests_reward(limits=LIMITS.__dict__, base_uid=61800)
+        configured_unit_tests_reward(limits=LIMITS.__dict__, base_uid=DEADLOCK_UID)
     message = str(refused.value)
     assert message.startswith("sandbox unavailable: ") and "\n" not in message and "/nonexistent/python3" in message
-    assert left_behind([61800, 61801]) == []
+    assert left_behind([DEADLOCK_UID, DEADLOCK_UID + 1]) == []
 
 
 @pytest.mark.slow

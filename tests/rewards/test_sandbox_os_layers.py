@@ -1,6 +1,6 @@
 """What a candidate's process sees from inside the jail (rlx.rewards.sandbox): only the allow-listed read-only
-files, its own /proc with two processes, no network, no capability, no way to start a process, a private tmpfs
-that is the only writable place and is fresh for every session."""
+files, its own /proc with two processes, no network, no capability, no way to start a process, no memory that
+RLIMIT_DATA does not count, a private tmpfs that is the only writable place and is fresh for every session."""
 
 from __future__ import annotations
 
@@ -16,7 +16,16 @@ pytestmark = pytest.mark.slow
 LIMITS = Limits(wall_s=5.0, cpu_s=3, memory_mb=256, disk_mb=16, output_kb=256)
 
 PROBE = """
-import os, socket, ctypes
+import os, socket, ctypes, mmap
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype, libc.mmap.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_size_t] + [ctypes.c_int] * 3 + [
+    ctypes.c_long]
+def mapped(flags):  # mmap(NULL, 1 MiB, PROT_READ | PROT_WRITE, flags, -1, 0) succeeded
+    return libc.mmap(None, 1 << 20, 3, flags, -1, 0) not in (None, ctypes.c_void_p(-1).value)
+def file_mapping():  # a shared mapping of a file on the private tmpfs (bounded by its size): allowed
+    with open("/tmp/mapped", "wb+") as handle:
+        handle.truncate(1 << 16)
+        return mmap.mmap(handle.fileno(), 1 << 16)[0] == 0
 def status_field(name):
     for line in open("/proc/self/status"):
         if line.startswith(name):
@@ -44,7 +53,14 @@ def view():
         "write_usr": can(lambda: open("/usr/rlx_probe", "w")),
         "write_opt": can(lambda: open("/opt/rlx/x.py", "w")),
         "network": can(lambda: socket.create_connection(("127.0.0.1", 22), timeout=1)),
-        "unshare": ctypes.CDLL(None, use_errno=True).unshare(0x10000000) == 0,
+        "unshare": libc.unshare(0x10000000) == 0,
+        # memory RLIMIT_DATA would not count: shared anonymous, MAP_GROWSDOWN, SysV, memfd; private is counted
+        "shared_anonymous": can(lambda: mmap.mmap(-1, 1 << 20)),
+        "growsdown": mapped(0x22 | 0x100),
+        "private_anonymous": mapped(0x22),
+        "sysv_shm": libc.shmget(0, 1 << 20, 0o1600) != -1,
+        "memfd": can(lambda: os.memfd_create("x")),
+        "file_mapping": file_mapping(),
         "checkout": os.path.exists(CHECKOUT),
         "home": os.path.exists(os.path.expanduser("~root") + "/.bashrc"),
         "etc": sorted(os.listdir("/etc")),
@@ -71,6 +87,8 @@ def test_the_jail_from_inside():
     assert view["cwd"] == "/tmp"
     assert not view["fork"] and view["thread"]
     assert not (view["write_usr"] or view["write_opt"] or view["network"] or view["unshare"])
+    assert view["private_anonymous"] and view["file_mapping"]
+    assert not (view["shared_anonymous"] or view["growsdown"] or view["sysv_shm"] or view["memfd"])
     assert not (view["checkout"] or view["home"])
     assert view["etc"] == ["ld.so.cache"]
     assert first_left == second_left == []  # each session's tmpfs is fresh: the first one's file is gone
@@ -82,17 +100,21 @@ def test_sessions_of_one_jail_are_independent():
         "import sys, ctypes\nsys.modules['json'] = None\nopen('/tmp/left', 'w').write('x')\n"
         "ctypes.CDLL(None).shmget(0x5EE5, 1 << 20, 0o1666)\n"
     )
+    # no file, only the directory's mode: the zygote reuses a tmpfs only when nothing in it changed
+    chmod = "import os\nos.chmod('/dev/shm', 0o700)\n"
     second = (
         "import os, json\ndef look():\n"
-        "    return [os.listdir('/tmp'), json.dumps(1), open('/proc/sysvipc/shm').readlines()[1:]]\n"
+        "    return [os.listdir('/tmp'), json.dumps(1), open('/proc/sysvipc/shm').readlines()[1:],\n"
+        "            oct(os.stat('/dev/shm').st_mode)]\n"
     )
     with Sandbox("rlx.rewards.unit_tests_harness", 1, LIMITS, modules=("rlx.rewards.sandbox.values",)) as sandbox:
 
         def check(session, index):
             session.request({"op": "load"})
-            return session.request({"op": "eval", "expr": "look()"})[0] if index else None
+            return session.request({"op": "eval", "expr": "look()"})[0] if index == 2 else None
 
-        assert sandbox.map([first, second], check)[1] == {"value": ["list", [["list", []], ["str", "1"], ["list", []]]]}
+        fresh = ["list", [["list", []], ["str", "1"], ["list", []], ["str", "0o41777"]]]
+        assert sandbox.map([first, chmod, second], check)[2] == {"value": fresh}
 
 
 def test_allowed_files_under_tmp_stay_importable_and_read_only(monkeypatch, tmp_path):

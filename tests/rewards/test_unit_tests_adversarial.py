@@ -18,7 +18,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import left_behind, sysv_ipc
+from sandbox_helpers import RUN_UID_OFFSET, left_behind, sysv_ipc
 
 from rlx.rewards.base import Status
 from tests.rewards.sandbox_helpers import configured_unit_tests_reward
@@ -46,7 +46,7 @@ HOST_PROBES = [
 ]
 UNIX_SOCKET = f"/tmp/{TAG}.sock"
 LIMITS = dict(wall_s=3.0, cpu_s=2, memory_mb=256, disk_mb=16, output_kb=256, fsize_mb=1)
-BASE_UID = 61100
+BASE_UID = 61100 + RUN_UID_OFFSET
 
 # a lookup of the asserts found in `texts`: scores 1.0 wherever the answers can be read
 LOOKUP = """

@@ -21,6 +21,7 @@ check that draws random inputs gives the same verdict every time and leaves the 
 from __future__ import annotations
 
 import builtins
+import functools
 import random
 import types
 
@@ -156,14 +157,21 @@ class Sites:
         return out
 
 
+RANDOM_METHODS = tuple(name for name in random.__all__ if callable(getattr(random.Random, name, None)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _compiled(source: str, name: str) -> types.CodeType:
+    """A test program's step, compiled once per distinct text (code objects are immutable: safe to share)."""
+    return compile(source, name, "exec")
+
+
 def private_builtins() -> dict:
     """Builtins whose `import random` gives a module of its own, seeded 0 (the trainer's stays untouched)."""
     own = types.ModuleType("random")
     own.__dict__.update(random.__dict__)
     generator = random.Random(0)
-    for name in random.__all__:
-        if hasattr(generator, name) and callable(getattr(generator, name)):
-            setattr(own, name, getattr(generator, name))
+    own.__dict__.update({name: getattr(generator, name) for name in RANDOM_METHODS})
     real = builtins.__import__
 
     def import_(name, globals=None, locals=None, fromlist=(), level=0):
@@ -196,7 +204,7 @@ def run_program(session: Session, tests: Tests, comparison: Comparison, timeout_
         "__rlx_proxy__": lambda name: Proxy(candidate, name),
     }
     try:
-        exec(compile(tests.setup, "<setup>", "exec"), namespace)
+        exec(_compiled(tests.setup, "<setup>"), namespace)
     except Exception as err:  # noqa: BLE001 - the row's own code: a dataset error, not the candidate's
         return [{"event": "setup_error", "error": type(err).__name__, "detail": str(err)[:300]}]
     for name in tests.proxies:
@@ -204,7 +212,7 @@ def run_program(session: Session, tests: Tests, comparison: Comparison, timeout_
     aborted = False
     for step in tests.steps:
         try:
-            exec(compile(step, "<test>", "exec"), namespace)
+            exec(_compiled(step, "<test>"), namespace)
         except Exception as err:  # noqa: BLE001 - the test program stopped: its current assert fails
             sites.abort(err)
             aborted = True

@@ -5,8 +5,8 @@ the JSON, the JSON with a `"blobs": [sizes]` field, the blobs). A *frame* carrie
 between two processes: one type byte, an 8-byte big-endian length, the body.
 
 Between checker and zygote: S (start a session: JSON), M (a message for / from the candidate, opaque bytes
-relayed as they are), C (close the session), H (hello: JSON), R (the candidate's setup is done), E (the session
-ended: JSON facts).
+relayed as they are), C (close the session), H (hello: JSON), E (the session ended: JSON facts, `started` saying
+whether the candidate's setup finished).
 Between zygote and candidate: plain length-prefixed messages.
 """
 

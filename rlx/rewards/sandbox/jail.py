@@ -132,7 +132,12 @@ def main() -> None:
             _enter_root()
             argv = [config["python"], "-I", "-S", "-B", "-c", BOOT.format(m="rlx.rewards.sandbox.zygote")]
             env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", **config["env"]}
-            zygote = {"sys_path": config["sys_path"], "preload": config["preload"]}
+            zygote = {
+                **{key: config[key] for key in ("sys_path", "preload", "harness")},
+                "env": config["candidate_env"],
+                # the allowed files that live under /tmp or /dev/shm, bound back over each candidate's tmpfs
+                "keep": [dest for _, dest in config["binds"] if dest.startswith(("/tmp/", "/dev/shm/"))],
+            }
             os.execve(config["python"], [*argv, json.dumps(zygote)], env)
         except BaseException as err:  # noqa: BLE001 - one line to the checker, whatever failed
             frames.json_frame(1, b"H", {"error": f"sandbox unavailable: building the jail failed: {err}"})

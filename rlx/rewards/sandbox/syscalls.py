@@ -46,8 +46,10 @@ SYSCALLS = {
         "mount_setattr": 442,
         "clone": 56,
         "clone3": 435,
-        "denied": (57, 58, 59, 322, 272, 308, 165, 166, 155, 101, 310, 311),
-        # fork vfork execve execveat unshare setns mount umount2 pivot_root ptrace process_vm_readv/writev
+        "mmap": 9,
+        "denied": (57, 58, 59, 322, 272, 308, 165, 166, 155, 101, 310, 311, 29, 64, 68, 240, 319, 321),
+        # fork vfork execve execveat unshare setns mount umount2 pivot_root ptrace process_vm_readv/writev,
+        # then memory outside RLIMIT_DATA: shmget semget msgget mq_open memfd_create bpf
     },
     "aarch64": {
         "arch": 0xC00000B7,
@@ -56,10 +58,16 @@ SYSCALLS = {
         "mount_setattr": 442,
         "clone": 220,
         "clone3": 435,
-        "denied": (221, 281, 97, 268, 40, 39, 41, 117, 270, 271),
-        # execve execveat unshare setns mount umount2 pivot_root ptrace process_vm_readv/writev (no fork/vfork)
+        "mmap": 222,
+        "denied": (221, 281, 97, 268, 40, 39, 41, 117, 270, 271, 194, 190, 186, 180, 279, 280),
+        # execve execveat unshare setns mount umount2 pivot_root ptrace process_vm_readv/writev (no fork/vfork),
+        # then memory outside RLIMIT_DATA: shmget semget msgget mq_open memfd_create bpf
     },
 }
+# the same numbers on both machines: open_tree move_mount fsopen fsconfig fsmount fspick (the new mount API),
+# mount_setattr, memfd_secret
+DENIED_EVERYWHERE = (428, 429, 430, 431, 432, 433, 442, 447)
+MAP_SHARED_TYPE, MAP_PRIVATE, MAP_ANONYMOUS, MAP_GROWSDOWN = 0x3, 0x2, 0x20, 0x100
 MACHINE = SYSCALLS.get(platform.machine())
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -119,12 +127,18 @@ def set_not_dumpable() -> None:
     _check(_libc.prctl(4, 0, 0, 0, 0), "prctl(PR_SET_DUMPABLE, 0)")
 
 
-def drop_capabilities() -> None:
-    """Empty bounding, ambient, effective, permitted and inheritable sets: uid 0 inside the user namespace
-    then carries no privilege at all (exec, which could regain some, is refused by the seccomp filter)."""
+def empty_bounding_set() -> None:
+    """Empty the bounding set (no capability can be gained by exec); the zygote does it once, while it still
+    holds the capabilities it needs for mounting, and every candidate it forks inherits the empty set."""
     for cap in range(64):
         if _libc.prctl(24, cap, 0, 0, 0) != 0 and ctypes.get_errno() != 22:  # PR_CAPBSET_DROP; EINVAL: no such cap
             _check(-1, f"prctl(PR_CAPBSET_DROP, {cap})")
+
+
+def clear_capabilities() -> None:
+    """Empty ambient, effective, permitted and inheritable sets: with the bounding set already empty
+    (`empty_bounding_set`), uid 0 inside the user namespace then carries no privilege at all (exec, which could
+    regain some, is refused by the seccomp filter)."""
     _check(_libc.prctl(47, 4, 0, 0, 0), "prctl(PR_CAP_AMBIENT_CLEAR_ALL)")
     header = struct.pack("Ii", 0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
     data = bytes(24)  # two {effective, permitted, inheritable} u32 triples, all zero
@@ -136,41 +150,62 @@ def _bpf(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
     return struct.pack("HBBI", code, jt, jf, k)
 
 
-def no_new_processes() -> None:
-    """Install a seccomp filter: threads may be created, processes may not (fork, vfork, clone without
-    CLONE_THREAD or with a namespace flag fail with EPERM, clone3 with ENOSYS so libc falls back to clone), and
-    exec, unshare, setns, mount, pivot_root, ptrace and process_vm_* fail with EPERM. A foreign ABI (x32 on
-    x86_64, or another architecture) kills the process. With no child process possible, the candidate's
-    process tree is one process and its rlimits bound the whole tree."""
-    machine = _machine()
-    ld_w_abs, jeq, jset, jge, ret = 0x20, 0x15, 0x45, 0x35, 0x06
-    allow, kill, eperm, enosys = 0x7FFF0000, 0x80000000, 0x00050000 | 1, 0x00050000 | 38
-    denied = machine["denied"]
-    # layout: [0] load arch [1] arch check [2] load nr [3] x32 check, [4..] one jeq per denied nr, clone3, clone,
-    # then: ALLOW, (clone check: load flags, jset ns, jset thread), ALLOW, EPERM, ENOSYS, KILL
-    head = 4
-    n = len(denied)
-    i_clone3, i_clone = head + n, head + n + 1
-    i_allow = i_clone + 1
-    i_flags, i_ns, i_thread = i_allow + 1, i_allow + 2, i_allow + 3
-    i_allow2, i_eperm, i_enosys, i_kill = i_thread + 1, i_thread + 2, i_thread + 3, i_thread + 4
-    prog = [
-        _bpf(ld_w_abs, 4),
-        _bpf(jeq, machine["arch"], 0, i_kill - 1 - 1),
-        _bpf(ld_w_abs, 0),
-        _bpf(jge, 0x40000000, i_kill - 3 - 1, 0),
-    ]
-    for index, nr in enumerate(denied):
-        prog.append(_bpf(jeq, nr, i_eperm - (head + index) - 1, 0))
-    prog.append(_bpf(jeq, machine["clone3"], i_enosys - i_clone3 - 1, 0))
-    prog.append(_bpf(jeq, machine["clone"], i_flags - i_clone - 1, 0))
-    prog.append(_bpf(ret, allow))
-    prog.append(_bpf(ld_w_abs, 16))  # args[0], low 32 bits (little-endian): the clone flags
-    prog.append(_bpf(jset, NAMESPACE_FLAGS, i_eperm - i_ns - 1, 0))
-    prog.append(_bpf(jset, CLONE_THREAD, i_allow2 - i_thread - 1, i_eperm - i_thread - 1))
-    prog += [_bpf(ret, allow), _bpf(ret, eperm), _bpf(ret, enosys), _bpf(ret, kill)]
-    code = b"".join(prog)
-    buffer = ctypes.create_string_buffer(code, len(code))
-    fprog = struct.pack("HxxxxxxQ", len(prog), ctypes.addressof(buffer))
-    _check(_libc.prctl(38, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
-    _check(_libc.prctl(22, 2, ctypes.c_char_p(fprog), 0, 0), "prctl(PR_SET_SECCOMP)")
+class ProcessFilter:
+    """A seccomp filter. Threads may be created, processes may not: fork, vfork, clone without CLONE_THREAD or
+    with a namespace flag fail with EPERM, clone3 with ENOSYS so libc falls back to clone. Exec, unshare, setns,
+    the mount calls, pivot_root, ptrace and process_vm_* fail with EPERM. So does every way to hold memory that
+    RLIMIT_DATA does not count: a shared anonymous mapping, a MAP_GROWSDOWN one (the kernel counts it as stack),
+    SysV shared memory, message queues and semaphores, POSIX message queues, memfd_create, memfd_secret and bpf
+    maps (files on the private tmpfs are bounded by its size). A foreign ABI (x32 on x86_64, or another
+    architecture) kills the process. With no child process possible and no uncounted memory, the candidate's
+    process tree is one process and RLIMIT_DATA bounds its memory. Built once (in the zygote), installed in
+    each candidate."""
+
+    def __init__(self) -> None:
+        code = b"".join(self._program(_machine()))
+        self._buffer = ctypes.create_string_buffer(code, len(code))  # kept alive: the kernel copies it at install
+        self._fprog = struct.pack("HxxxxxxQ", len(code) // 8, ctypes.addressof(self._buffer))
+
+    @staticmethod
+    def _program(machine: dict) -> list[bytes]:
+        """The BPF program; jumps name a label (None: the next instruction), resolved to offsets at the end."""
+        load, jeq, jset, jge, and_, ret = 0x20, 0x15, 0x45, 0x35, 0x54, 0x06
+        allow, kill, eperm, enosys = 0x7FFF0000, 0x80000000, 0x00050000 | 1, 0x00050000 | 38
+        code: list[tuple[int, int, str | None, str | None]] = []
+        labels: dict[str, int] = {}
+
+        def op(opcode: int, k: int, true: str | None = None, false: str | None = None) -> None:
+            code.append((opcode, k, true, false))
+
+        op(load, 4)  # seccomp_data.arch
+        op(jeq, machine["arch"], None, "kill")
+        op(load, 0)  # seccomp_data.nr
+        op(jge, 0x40000000, "kill")  # the x32 ABI
+        for nr in (*machine["denied"], *DENIED_EVERYWHERE):
+            op(jeq, nr, "eperm")
+        op(jeq, machine["clone3"], "enosys")
+        op(jeq, machine["clone"], "clone")
+        op(jeq, machine["mmap"], "mmap")
+        op(ret, allow)
+        labels["clone"] = len(code)
+        op(load, 16)  # args[0], low 32 bits (little-endian): the clone flags
+        op(jset, NAMESPACE_FLAGS, "eperm")
+        op(jset, CLONE_THREAD, "allow", "eperm")
+        labels["mmap"] = len(code)
+        op(load, 40)  # args[3]: the mmap flags
+        op(jset, MAP_GROWSDOWN, "eperm")
+        op(jset, MAP_ANONYMOUS, None, "allow")  # a file mapping: bounded by the file's filesystem
+        op(and_, MAP_SHARED_TYPE)
+        op(jeq, MAP_PRIVATE, "allow", "eperm")
+        for name, action in (("allow", allow), ("eperm", eperm), ("enosys", enosys), ("kill", kill)):
+            labels[name] = len(code)
+            op(ret, action)
+        return [
+            _bpf(opcode, k, *(0 if to is None else labels[to] - index - 1 for to in (true, false)))
+            for index, (opcode, k, true, false) in enumerate(code)
+        ]
+
+    def install(self) -> None:
+        """No new privileges, then the filter, on this process (and every thread it creates later)."""
+        _check(_libc.prctl(38, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
+        _check(_libc.prctl(22, 2, ctypes.c_char_p(self._fprog), 0, 0), "prctl(PR_SET_SECCOMP)")

@@ -6,8 +6,10 @@ namespaces) and imports only stdlib and the files copied in with it.
 
 Per session (an S frame from the checker):
 
-    zygote ──fork──▶ candidate: own mount and IPC namespaces, fresh tmpfs on /tmp and /dev/shm (cwd), rlimits,
-                     no capabilities, seccomp: no new process, no exec; runs HARNESS.serve(program, receive, send)
+    zygote: a fresh tmpfs on /tmp and /dev/shm (kept when the last candidate changed nothing in them)
+    zygote ──fork──▶ candidate: cwd /tmp, rlimits, no capabilities, seccomp (no new process, no exec, no mount,
+                     no memory outside RLIMIT_DATA, no SysV or POSIX IPC object); runs
+                     HARNESS.serve(program, receive, send)
 
 The candidate cannot reach the zygote: it is PID 1 (signals without a handler from inside the namespace are
 dropped), not dumpable (no ptrace, /proc/1/mem, fd or environ), and the candidate has no capability. Messages
@@ -19,6 +21,7 @@ closes the session, the zygote reports the facts (E frame) and waits for the nex
 from __future__ import annotations
 
 import fcntl
+import gc
 import importlib
 import json
 import os
@@ -36,7 +39,57 @@ CONTROL_CAP = 1 << 30  # frames from the checker (trusted): programs and inputs,
 LENGTH = struct.Struct(">Q")
 
 
-def _candidate(start: dict, channel_in: int, channel_out: int, stdio: int, ready: int) -> None:
+class _Jail:
+    """What every candidate of this jail shares, prepared once here so that a forked candidate only applies it
+    (each page a candidate writes costs it a copy-on-write fault: the less Python it runs, the cheaper it is)."""
+
+    def __init__(self, config: dict) -> None:
+        self.harness = importlib.import_module(config["harness"])
+        # allowed files that live under /tmp or /dev/shm on the host (a virtualenv under /tmp), opened before a
+        # tmpfs covers them: bound back, read-only as before, over each fresh tmpfs
+        self.keep = [(path, os.open(path, os.O_PATH | os.O_CLOEXEC)) for path in config["keep"]]
+        self.seccomp = syscalls.ProcessFilter()
+        self.mounted: tuple | None = None  # (disk_mb, the tmpfs's state) as mounted for the last candidate
+
+    @staticmethod
+    def _tmpfs_state() -> tuple:
+        """What any change to /tmp or /dev/shm changes: the kernel sets a directory's ctime on every entry added
+        or removed and on every chmod, chown, utime or xattr (no call sets ctime back), and the inode and block
+        counts move with anything created anywhere below."""
+        state = []
+        for target in ("/tmp", "/dev/shm"):
+            info, usage = os.stat(target), os.statvfs(target)
+            state += [info.st_dev, info.st_ino, info.st_mode, info.st_uid, info.st_gid, info.st_ctime_ns]
+            state += [info.st_mtime_ns, usage.f_files - usage.f_ffree, usage.f_bfree]
+        return tuple(state)
+
+    def fresh_tmpfs(self, disk_mb: int) -> None:
+        """An empty tmpfs on /tmp and on /dev/shm for the next candidate: new ones, the last candidate's
+        detached (it is dead and reaped: nothing of it is left to hold them), unless that candidate changed
+        nothing in them (most programs write no file; a remount costs ~0.4 CPU ms). Done here rather than in a
+        mount namespace of the candidate's own, which cost it ~0.5 CPU ms to create and tear down. With kept
+        binds (their parent directories are the candidate's to change) the tmpfs is always new."""
+        if self.mounted is not None and not self.keep and self.mounted == (disk_mb, self._tmpfs_state()):
+            return
+        for target in ("/tmp", "/dev/shm"):
+            if self.mounted is not None:
+                syscalls.umount(target)
+            syscalls.mount(
+                "tmpfs", target, "tmpfs", syscalls.MS_NOSUID | syscalls.MS_NODEV, f"size={disk_mb}m,mode=1777"
+            )
+            for path, fd in self.keep:
+                if not path.startswith(target + "/"):
+                    continue
+                if os.path.isdir(f"/proc/self/fd/{fd}"):
+                    os.makedirs(path, exist_ok=True)
+                else:
+                    os.makedirs(os.path.dirname(path), exist_ok=True)
+                    os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o644))
+                syscalls.mount(f"/proc/self/fd/{fd}", path, None, syscalls.MS_BIND | syscalls.MS_REC)
+        self.mounted = (disk_mb, self._tmpfs_state())
+
+
+def _candidate(jail: _Jail, start: dict, channel_in: int, channel_out: int, stdio: int, ready: int) -> None:
     """The forked child: isolate and limit this process, say so on `ready`, then run the harness on the program."""
     limits = start["limits"]
     mib = 1024 * 1024
@@ -45,24 +98,8 @@ def _candidate(start: dict, channel_in: int, channel_out: int, stdio: int, ready
     for number, fd in zip((1, 3, 4, 5), high, strict=True):
         os.dup2(fd, number)
     os.dup2(1, 2)
-    os.closerange(6, 1 << 16)
-    # a fresh IPC namespace too: SysV objects of this session die with it
-    syscalls.unshare(syscalls.CLONE_NEWNS | syscalls.CLONE_NEWIPC, "unshare(NEWNS|NEWIPC) for the session")
-    syscalls.mount(None, "/", None, syscalls.MS_REC | syscalls.MS_PRIVATE)
-    for target in ("/tmp", "/dev/shm"):
-        # allowed files that live there on the host (a virtualenv under /tmp): bound back, read-only as before
-        kept = [(path, os.open(path, os.O_PATH)) for path in start["keep"] if path.startswith(target + "/")]
-        options = f"size={limits['disk_mb']}m,mode=1777"
-        syscalls.mount("tmpfs", target, "tmpfs", syscalls.MS_NOSUID | syscalls.MS_NODEV, options)
-        for path, fd in kept:
-            if os.path.isdir(f"/proc/self/fd/{fd}"):
-                os.makedirs(path, exist_ok=True)
-            else:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o644))
-            syscalls.mount(f"/proc/self/fd/{fd}", path, None, syscalls.MS_BIND | syscalls.MS_REC)
-            os.close(fd)
-    os.chdir("/tmp")
+    os.closerange(6, 1 << 16)  # the zygote's own descriptors (its pipes to the checker, the kept paths) included
+    os.chdir("/tmp")  # the session's fresh tmpfs (`_Jail.fresh_tmpfs`)
     resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_s"], limits["cpu_s"] + 1))
     for name, value in (
         (resource.RLIMIT_DATA, limits["memory_mb"] * mib),
@@ -71,15 +108,11 @@ def _candidate(start: dict, channel_in: int, channel_out: int, stdio: int, ready
         (resource.RLIMIT_NOFILE, 64),
     ):
         resource.setrlimit(name, (value, value))
-    syscalls.drop_capabilities()
-    syscalls.no_new_processes()
+    syscalls.clear_capabilities()  # the bounding set is already empty: the zygote emptied it
+    jail.seccomp.install()
     os.write(5, b"r")  # before any candidate code: a session that never says this failed in its setup (INFRA)
     os.close(5)
-    for signum in (signal.SIGXFSZ, signal.SIGPIPE, signal.SIGINT):
-        signal.signal(signum, signal.SIG_DFL)  # CPython ignores the first two; an oversized write must kill
-    os.environ.clear()
-    os.environ.update({"HOME": "/tmp", "TMPDIR": "/tmp", "PATH": "/usr/bin:/bin", **start["env"]})
-    harness = importlib.import_module(start["harness"])
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # the zygote ignores it (a closed pipe must not kill it)
 
     def receive() -> tuple[dict, list[bytes]] | None:
         header = frames.read_exact(3, LENGTH.size)
@@ -90,13 +123,13 @@ def _candidate(start: dict, channel_in: int, channel_out: int, stdio: int, ready
         data = frames.pack_message(message, blobs)
         frames.write_all(4, LENGTH.pack(len(data)) + data)
 
-    harness.serve(start["program"], receive, send)
+    jail.harness.serve(start["program"], receive, send)
 
 
 class _Session:
     """The zygote's side of one session: relay both ways, enforce the wall clock and the output cap."""
 
-    def __init__(self, start: dict) -> None:
+    def __init__(self, jail: _Jail, start: dict) -> None:
         self.start, self.limits = start, start["limits"]
         self.budget = self.limits["output_kb"] * 1024
         to_child_r, self.to_child = os.pipe()
@@ -110,7 +143,7 @@ class _Session:
             try:
                 for fd in (self.to_child, self.from_child, self.stdio, self.ready):
                     os.close(fd)
-                _candidate(start, to_child_r, from_child_w, stdio_w, ready_w)
+                _candidate(jail, start, to_child_r, from_child_w, stdio_w, ready_w)
             except BaseException as err:  # noqa: BLE001 - the candidate's process ends here whatever happened
                 code = 70 if isinstance(err, OSError) else 1  # 70: the session's setup failed (see the tail)
                 if isinstance(err, OSError):
@@ -125,8 +158,7 @@ class _Session:
         self.received = bytearray()  # candidate -> checker bytes not yet a whole message
         self.tail = b""
         self.stdio_open = True
-        self.started = False  # the candidate's setup finished (it wrote to `ready`)
-        self.ready_open = True
+        self.started = False  # the candidate's setup finished (it wrote to `ready`; read once it has ended)
         self.timed_out = self.overflow = self.closed = False
 
     def relay(self) -> bool:
@@ -138,7 +170,6 @@ class _Session:
                 self.timed_out = True
                 break
             watch = [self.from_child, self.pidfd, 0] + ([self.stdio] if self.stdio_open else [])
-            watch += [self.ready] if self.ready_open else []
             writable = [self.to_child] if self.pending else []
             ready, can_write, _ = select.select(watch, writable, [], remaining)
             if self.to_child in can_write:
@@ -147,8 +178,6 @@ class _Session:
                 break
             if self.stdio in ready:
                 self._read_stdio()
-            if self.ready in ready:
-                self._read_ready()
             if 0 in ready:
                 frame = frames.read_frame(0, CONTROL_CAP)
                 if frame is None:
@@ -171,8 +200,10 @@ class _Session:
         os.set_blocking(self.stdio, False)
         self._read_stdio()
         os.set_blocking(self.ready, False)
-        if not self.started:
-            self._read_ready(announce=False)
+        try:
+            self.started = os.read(self.ready, 1) == b"r"
+        except BlockingIOError:
+            pass
         for fd in (self.to_child, self.from_child, self.stdio, self.pidfd, self.ready):
             os.close(fd)
         code = os.waitstatus_to_exitcode(status)
@@ -226,15 +257,6 @@ class _Session:
             del self.received[: LENGTH.size + size]
         return True
 
-    def _read_ready(self, announce: bool = True) -> None:
-        try:
-            self.started = os.read(self.ready, 1) == b"r"
-        except BlockingIOError:
-            return
-        self.ready_open = False
-        if self.started and announce:
-            frames.write_frame(1, b"R", b"")
-
     def _read_stdio(self) -> None:
         try:
             chunk = os.read(self.stdio, 1 << 16)
@@ -244,14 +266,36 @@ class _Session:
         self.tail = (self.tail + chunk)[-OUTPUT_TAIL:]
 
 
+def _warm() -> None:
+    """Do once here what every candidate would otherwise do first, then freeze the heap. A forked candidate
+    pays a page fault for each page it writes (~6 us on a VM): CPython 3.11 builds its ~100 AST types on the
+    first compile() of a process (~3 ms a candidate), and a garbage collection walks, and so writes to, every
+    object the zygote holds (torch's included); gc.freeze moves them out of the collector's reach."""
+    compile("0", "<warm-up>", "exec")
+    frames.unpack_message(frames.pack_message({"warm": [1, "up"]}))
+    gc.collect()
+    gc.freeze()
+
+
 def main() -> None:
-    """argv[1]: JSON {"preload": [modules]}; then sessions until the checker closes stdin."""
+    """argv[1]: JSON {"preload", "harness", "env", "keep"}; then sessions until the checker closes stdin."""
     config = json.loads(sys.argv[1])
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # as PID 1, a signal without a handler cannot reach it
+    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # inherited by candidates: an oversized write must kill them
     syscalls.set_not_dumpable()
+    syscalls.empty_bounding_set()  # this process never execs; its candidates inherit the empty set
+    os.environ.clear()  # what candidates inherit
+    os.environ.update({"HOME": "/tmp", "TMPDIR": "/tmp", "PATH": "/usr/bin:/bin", **config["env"]})
     for module in config["preload"]:
         importlib.import_module(module)
+    jail = _Jail(config)
+    _warm()
     frames.json_frame(1, b"H", {"ok": True, "pid": os.getpid()})
     while (frame := frames.read_frame(0, CONTROL_CAP)) is not None:
-        if frame[0] == b"S" and not _Session(json.loads(frame[1])).relay():
-            return
+        if frame[0] != b"S":
+            continue
+        start = json.loads(frame[1])
+        jail.fresh_tmpfs(start["limits"]["disk_mb"])
+        if not _Session(jail, start).relay():
+            break
+    os._exit(0)  # the checker closed the jail: nothing to flush, and finalizing torch would only slow the close
