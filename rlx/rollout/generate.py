@@ -74,7 +74,8 @@ def generate(model, tokenizer, prompts: list[str], max_new_tokens: int, temperat
 
 def sampled_logprobs(scores: tuple[torch.Tensor, ...], tokens: torch.Tensor) -> torch.Tensor:
     """log μ(y_t): each step's processed scores [N, V] (logits / T: the distribution `generate` sampled from),
-    log-softmaxed in float32 and gathered at the drawn token. Args: scores, T' tensors [N, V]; tokens [N, T'].
-    Returns [N, T'] float32 (rows that finished early hold pad's log-prob there: the caller masks them)."""
-    logits = torch.stack(scores, dim=1).float()  # [N, T', V]
-    return torch.log_softmax(logits, -1).gather(-1, tokens[..., None]).squeeze(-1)  # [N, T']
+    log-softmaxed in float32 and gathered at the drawn token, one step at a time (never a [N, T', V] tensor;
+    generate itself holds the T' score tensors until it returns). Args: scores, T' tensors [N, V]; tokens
+    [N, T']. Returns [N, T'] float32 (rows that finished early hold pad's log-prob there: the caller masks them)."""
+    steps = [torch.log_softmax(s.float(), -1).gather(-1, tokens[:, t, None]) for t, s in enumerate(scores)]  # [N, 1]
+    return torch.cat(steps, dim=1)  # [N, T']
