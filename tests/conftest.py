@@ -78,7 +78,36 @@ def cfg_factory(tmp_path):
 
 @pytest.fixture(scope="session")
 def test_cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("rlx-cache")
+    """The tests' warm-start cache, one per session; under pytest-xdist (`-n`) one shared by the workers (the
+    parent of their base temp dirs), since the warm starts rlx caches are built under a lock: the first worker to
+    need one builds it, the others wait for it and load it."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return tmp_path_factory.mktemp("rlx-cache")
+    shared = tmp_path_factory.getbasetemp().parent / "rlx-cache"
+    shared.mkdir(exist_ok=True)
+    return shared
+
+
+def pytest_configure(config):
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # a worker among several: one torch thread each, not one per core
+        import torch
+
+        torch.set_num_threads(1)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (`--dist loadgroup`), tests that share work go to one worker, so nothing is made twice
+    and nothing made for them collides with itself (a socket bound at a fixed path, a port): the e2e runs of
+    `artifacts` (made once per session) form one group, and a module's tests that use a module-scoped fixture
+    (one scoring batch, one installed wheel, one DDP run) form the module's group."""
+    for item in items:
+        if "artifacts" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("artifacts"))
+            continue
+        # pytest has no public API for a fixture's scope at collection time; _fixtureinfo is stable since 3.0
+        definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+        if any(d.scope == "module" for defs in definitions.values() for d in defs):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
 
 
 def cli_env(cache: Path, **extra: str) -> dict[str, str]:

@@ -232,6 +232,9 @@ def markdown(name: str, info: dict, runs: list[Run], keys: list[str], pngs: list
             f" (log: `{r['run']}/`)"
             for r in failed
         ]
+    silent = [r for r in runs if r.no_learning_signal()]
+    if silent:
+        lines += ["", no_signal_note(silent)]
     if pngs:
         lines += ["", *[f"![{Path(p).stem}]({p})" for p in pngs]]
     lines += ["", *provenance_markdown(info, [r.wandb_url for r in runs if r.wandb_url])]
@@ -244,6 +247,18 @@ def markdown(name: str, info: dict, runs: list[Run], keys: list[str], pngs: list
     )
     lines += ["", f"{FOOTNOTE} {marking}", ""]
     return "\n".join(lines)
+
+
+def no_signal_note(silent: list[Run]) -> str:
+    """The report's warning for runs whose reward gave no learning signal at any step (Run.no_learning_signal)."""
+    names = ", ".join(f"[{r.job_dir.name}]({r.job_dir.name}/)" for r in silent)
+    return (
+        f"**No learning signal** in {len(silent)} run(s): {names}. At every logged step each group's completions "
+        "got the same reward (`reward/zero_std_frac` = 1), so every advantage and the policy gradient were 0: "
+        "their differences from the start measure the KL term and noise, not the algorithm. Make the task "
+        "neither always solved nor never solved (a stronger warm start, an easier or harder `data`, a larger "
+        "`algo.group_size`, or a partial-credit reward)."
+    )
 
 
 def write_csv(path: Path, runs: list[Run], keys: list[str]) -> None:

@@ -121,6 +121,13 @@ class Run:
         value = (self.summary.get(when) or {}).get(metric)
         return None if value is None else float(value)
 
+    def no_learning_signal(self) -> bool:
+        """Every logged RL step's groups had all-equal rewards (reward/zero_std_frac = 1 at every step): every
+        advantage was 0, so the policy gradient was 0 throughout (a KL or entropy term alone moved the weights).
+        False for a run that logged no step."""
+        points = self.metrics.get("reward/zero_std_frac", [])
+        return bool(points) and all(v >= 1.0 for _, v in points)
+
     def tokens_generated(self) -> float | None:
         """Completion tokens the rollout generated over the run (every round of dynamic sampling included):
         Σ over steps of rollout/tok_per_s × rollout/seconds, the two numbers each step logs."""

@@ -51,22 +51,30 @@ def columns(run_dir):
         return set(csv.DictReader(handle).fieldnames)
 
 
-def test_sweep_of_every_preset_then_resume_ppo(tmp_path, test_cache):
+# The presets in a few multiruns of their own, so pytest-xdist's workers share them
+CHUNKS = 3
+SHORT_EVAL = ["data.val_size=16"]  # the held-out evaluation runs before, during and after each run: kept short
+
+
+@pytest.mark.parametrize("chunk", range(CHUNKS))
+def test_sweep_of_every_preset_then_resume_ppo(chunk, tmp_path, test_cache):
+    presets = PRESETS[chunk::CHUNKS]  # the chunks partition conf/algo's options (_base is not one)
     sweep = tmp_path / "sweep"
     rlx(
         [
             "-m",
-            "algo=glob(*,exclude=_*)",
+            f"algo={','.join(presets)}",
             *FAST_MODEL,
             *SHORT,
+            *SHORT_EVAL,
             "trainer.max_steps=2",
             f"hydra.sweep.dir={sweep}",
             "hydra.sweep.subdir=${algo.name}",
         ],
         test_cache,
     )
-    assert sorted(p.name for p in sweep.iterdir() if p.is_dir()) == PRESETS  # _base is not run
-    for algo in PRESETS:
+    assert sorted(p.name for p in sweep.iterdir() if p.is_dir()) == presets
+    for algo in presets:
         summary = json.loads((sweep / algo / "summary.json").read_text())
         assert summary["steps"] == 2, algo
         cols = columns(sweep / algo)
@@ -74,7 +82,26 @@ def test_sweep_of_every_preset_then_resume_ppo(tmp_path, test_cache):
         assert ("loss/value" in cols) == (algo == "ppo")
         # the presets with β > 0 load a reference model and log their KL to it
         assert ("loss/kl" in cols) == (algo in ("grpo", "reinforce_pp")), algo
-    # any preset's policy loss can be swapped on the command line
+    if "ppo" not in presets:
+        return
+    ckpt = sweep / "ppo" / "checkpoints" / "last.ckpt"
+    resumed = tmp_path / "ppo-resumed"
+    rlx(
+        [
+            "algo=ppo",
+            *FAST_MODEL,
+            *SHORT,
+            *SHORT_EVAL,
+            "trainer.max_steps=3",
+            f"ckpt_path={ckpt}",
+            f"hydra.run.dir={resumed}",
+        ],
+        test_cache,
+    )
+    assert json.loads((resumed / "summary.json").read_text())["steps"] == 3
+
+
+def test_any_presets_policy_loss_can_be_swapped_on_the_command_line(tmp_path, test_cache):
     swapped = tmp_path / "gspo-dual-clip"
     rlx(
         ["algo=gspo", "policy_loss=dual_clip", *FAST_MODEL, *SHORT, "trainer.max_steps=2", f"hydra.run.dir={swapped}"],
@@ -82,13 +109,6 @@ def test_sweep_of_every_preset_then_resume_ppo(tmp_path, test_cache):
     )
     assert json.loads((swapped / "summary.json").read_text())["steps"] == 2
     assert (swapped / "config.yaml").read_text().count("rlx.algos.losses.DualClip") >= 1
-    ckpt = sweep / "ppo" / "checkpoints" / "last.ckpt"
-    resumed = tmp_path / "ppo-resumed"
-    rlx(
-        ["algo=ppo", *FAST_MODEL, *SHORT, "trainer.max_steps=3", f"ckpt_path={ckpt}", f"hydra.run.dir={resumed}"],
-        test_cache,
-    )
-    assert json.loads((resumed / "summary.json").read_text())["steps"] == 3
 
 
 # A warm start that earns some reward (the tests' FAST_MODEL earns none, so every advantage would be 0)

@@ -144,3 +144,19 @@ def test_long_float_overrides_are_shortened_for_display_only():
 
     assert short("0.18720337598183118") == "0.1872"  # an Optuna sample
     assert [short(v) for v in ("0.04", "1e-4", "grpo", "12345678901")] == ["0.04", "1e-4", "grpo", "12345678901"]
+
+
+def test_a_run_with_no_learning_signal_is_named_in_the_report(tmp_path):
+    sweep = tmp_path / "multirun" / "g" / "2026-01-01_00-00-00"
+    done = {"before": {"val/accuracy": 0.5}, "after": {"val/accuracy": 0.5}, "steps": 2}
+    for num, fracs in ((0, "1.0,1.0"), (1, "1.0,0.5")):  # run 0: every group all-equal at both steps; run 1: not
+        job = make_job(sweep, num, [f"algo.group_size={2 + num}"], summary=done, status={"status": "completed"})
+        a, b = fracs.split(",")
+        (job / "metrics.csv").write_text(f"reward/mean,reward/zero_std_frac,step\n0.0,{a},0\n0.0,{b},1\n")
+    text = write_report(sweep).read_text()
+    note = next(line for line in text.splitlines() if line.startswith("**No learning signal**"))
+    assert "1 run(s): [0](0/)" in note and "[1]" not in note
+    run0, run1 = load_sweep(sweep)[1]
+    assert run0.no_learning_signal() and not run1.no_learning_signal()
+    (sweep / "0" / "metrics.csv").write_text("step\n")  # a run that logged no RL step is not "no signal"
+    assert not load_sweep(sweep)[1][0].no_learning_signal()
