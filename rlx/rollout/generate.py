@@ -1,5 +1,5 @@
-"""`rollout=hf`: sampling completions with transformers' `generate` (their log-probs are read back by
-rlx.rollout.logprobs)."""
+"""`rollout=hf`: sampling completions with transformers' `generate`, with the sampler's own per-token log-probs
+(μ, from generate's processed scores) for the mismatch metrics (rlx.rollout.mismatch)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from rlx.rollout.engine import Generation, OnFinished, decode_texts, response_la
 class HFGenerate:
     """`rollout=hf`: transformers' own `model.generate` (KV cache, every prompt copy prefilled, finished rows
     padded to the end). Kept as the reference the engine is measured against (bench/rollout.py) and as the
-    fallback for a model the engine cannot drive. It reports no per-token log-probs, and no finished rows before
-    it returns (`on_finished` is never called: generate keeps every row to the end)."""
+    fallback for a model the engine cannot drive. It reports the sampler's per-token log-probs (never reused for
+    the trainer's forward: the update runs its own, and the difference is the measured mismatch), and no finished
+    rows before it returns (`on_finished` is never called: generate keeps every row to the end)."""
 
     def __init__(self, overlap_scoring: bool) -> None:
         self.overlap_scoring = overlap_scoring  # see rlx.rollout.engine.Generator
@@ -39,7 +40,10 @@ def generate(model, tokenizer, prompts: list[str], max_new_tokens: int, temperat
 
     Sampling is plain ancestral sampling at `temperature` (top-k and top-p explicitly off, whatever the
     model's generation_config says), so the log-probs `sequence_logprobs` computes at the same temperature
-    are those of the distribution the tokens were really drawn from.
+    are those of the distribution the tokens were really drawn from. When sampling, the Generation also carries
+    μ, the sampler's own log-prob of each drawn token: log_softmax of generate's `scores` (`output_scores`: the
+    logits after its logits processors, here the temperature alone, i.e. exactly the distribution it sampled
+    from), gathered at the token. Greedy decoding (held-out evaluation) reports none.
     """
     device = next(model.parameters()).device
     enc = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
@@ -52,12 +56,26 @@ def generate(model, tokenizer, prompts: list[str], max_new_tokens: int, temperat
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
         use_cache=True,
+        output_scores=not greedy,
+        return_dict_in_generate=True,
         **sampling,
-    )  # [N, P + T']
-    response = out[:, enc["input_ids"].shape[1] :]  # [N, T']
+    )
+    response = out.sequences[:, enc["input_ids"].shape[1] :]  # [N, T']
     input_ids, attention_mask, response_mask, truncated, response = response_layout(
         enc["input_ids"], enc["attention_mask"], response, tokenizer.eos_token_id, tokenizer.pad_token_id
     )
-    return Generation(
-        input_ids, attention_mask, response_mask, truncated, decode_texts(tokenizer, response, response_mask)
-    )
+    texts = decode_texts(tokenizer, response, response_mask)
+    if greedy:
+        return Generation(input_ids, attention_mask, response_mask, truncated, texts)
+    logps = sampled_logprobs(out.scores, out.sequences[:, enc["input_ids"].shape[1] :])  # [N, T']
+    logps = torch.where(response_mask.bool(), logps, torch.zeros_like(logps))  # 0 off the mask, as every engine
+    return Generation(input_ids, attention_mask, response_mask, truncated, texts, logps, None, temperature, False)
+
+
+def sampled_logprobs(scores: tuple[torch.Tensor, ...], tokens: torch.Tensor) -> torch.Tensor:
+    """log μ(y_t): each step's processed scores [N, V] (logits / T: the distribution `generate` sampled from),
+    log-softmaxed in float32 and gathered at the drawn token, one step at a time (never a [N, T', V] tensor;
+    generate itself holds the T' score tensors until it returns). Args: scores, T' tensors [N, V]; tokens
+    [N, T']. Returns [N, T'] float32 (rows that finished early hold pad's log-prob there: the caller masks them)."""
+    steps = [torch.log_softmax(s.float(), -1).gather(-1, tokens[:, t, None]) for t, s in enumerate(scores)]  # [N, 1]
+    return torch.cat(steps, dim=1)  # [N, T']
