@@ -113,7 +113,8 @@ def test_one_update_per_batch_takes_the_engines_entropy_and_its_forward_computes
     assert abs(float(metrics["policy/entropy"]) - float(forward_metrics["policy/entropy"])) < 1e-5
     asked: list[bool] = []
     forward = update_module.forward_logprobs
-    monkeypatch.setattr(update_module, "forward_logprobs", lambda *a: (asked.append(a[-1]), forward(*a))[1])
+    # a[5]: forward_logprobs's with_entropy (an entropy_grad flag may follow it)
+    monkeypatch.setattr(update_module, "forward_logprobs", lambda *a: (asked.append(a[5]), forward(*a))[1])
     step = functools.partial(
         update_module.policy_step,
         algo=algo,
