@@ -101,6 +101,9 @@ def test_sweep_of_every_preset_then_resume_ppo(chunk, tmp_path, test_cache):
     assert json.loads((resumed / "summary.json").read_text())["steps"] == 3
 
 
+# heavy (outside CI's 30-minute budget; plain `pytest` runs it): swapping is composed in CI by
+# tests/algos/test_presets_and_checks.py
+@pytest.mark.heavy
 def test_any_presets_policy_loss_can_be_swapped_on_the_command_line(tmp_path, test_cache):
     swapped = tmp_path / "gspo-dual-clip"
     rlx(
@@ -120,6 +123,8 @@ LEARNING_MODEL = [
 ]
 
 
+# heavy (outside CI's 30-minute budget; plain `pytest` runs it): two 16-prompt runs after a 150-step warm start
+@pytest.mark.heavy
 def test_epsilon_changes_the_default_run_and_the_clip_acts(tmp_path, test_cache, cfg_factory):
     # issue 11: the default preset updates off-policy within a step, so two runs that differ only in ε log
     # different losses on the same rollouts, and the clip takes the gradient of some tokens away

@@ -122,6 +122,9 @@ def test_reference_model_only_exists_when_beta_is_positive(cfg_factory, test_cac
     assert not any(k.startswith("reference") for k in with_ref.state_dict())  # checkpoints stay policy-sized
 
 
+# heavy (outside CI's 30-minute budget; plain `pytest` runs it): the unit-test reward trains in CI through
+# tests/e2e/test_score.py
+@pytest.mark.heavy
 def test_cli_unit_tests_reward_logs_validity_and_correctness(tmp_path, test_cache):
     run = tmp_path / "programs"
     run_cli(
@@ -146,6 +149,9 @@ def test_cli_unit_tests_reward_logs_validity_and_correctness(tmp_path, test_cach
     assert 0.0 <= json.loads((run / "summary.json").read_text())["after"]["val/accuracy"] <= 1.0
 
 
+# heavy (outside CI's 30-minute budget; plain `pytest` runs it): the triton reward is scored in CI by
+# tests/rewards/test_triton_*
+@pytest.mark.heavy
 def test_cli_triton_reward_logs_validity_and_correctness(tmp_path, test_cache):
     # The tiny model after a 40-step warm start writes mostly garbage: the point is the whole path (compact
     # warm-start corpus, sandboxed kernels under TRITON_INTERPRET, components logged), not the numbers.

@@ -104,6 +104,8 @@ def test_score_with_an_unknown_reward_names_the_options(tmp_path, test_cache):
     ), output(proc)
 
 
+# heavy (outside CI's 30-minute budget; plain `pytest` runs it): a two-job sweep
+@pytest.mark.heavy
 def test_a_failed_job_of_a_sweep_is_reported_once_and_the_sweep_still_reports(tmp_path, test_cache):
     proc = run_cli(
         [

@@ -51,6 +51,8 @@ def test_a_sweep_from_the_wheel_runs_as_a_multirun_and_writes_its_report(wheel, 
     assert ready.returncode == 0 and "mode: MULTIRUN" in ready.stdout, output(ready)  # the shipped sweeps compose
 
 
+# heavy (outside CI's 30-minute budget; plain `pytest` runs it): a second sweep from the wheel
+@pytest.mark.heavy
 def test_a_sweep_file_with_config_path_still_runs_as_a_multirun(wheel, tmp_path, test_cache):
     """`--config-path` replaces the primary config directory; rlx:// still serves the sweeps, and the sweep runs
     as a multirun (it used to fall back, silently, to one 250-step run)."""

@@ -41,6 +41,9 @@ def greedy_accuracy(model, tokenizer, rows, max_new_tokens) -> float:
     return sum(v.status == Status.PASS for v in reward(texts, rows)) / len(rows)
 
 
+# heavy (outside CI's 30-minute budget; plain `pytest` runs it): a 30-step learning run; LoRA learns in CI in the
+# vLLM job (tests/rollout/test_vllm_e2e.py)
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_lora_on_the_embedded_default_gains_checkpoints_resumes_and_exports(tmp_path, test_cache):
     args = [

@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import run_cli
 from tests.sweeps.sweep_helpers import TINY
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]  # 10 runs and 5 warm starts: outside CI's 30-minute budget
 
 
 def test_five_seeds_of_a_key_that_cannot_change_anything_show_no_detectable_effect(tmp_path, test_cache):
