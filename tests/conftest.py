@@ -95,21 +95,6 @@ def pytest_configure(config):
         torch.set_num_threads(1)
 
 
-def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (`--dist loadgroup`), tests that share work go to one worker, so nothing is made twice
-    and nothing made for them collides with itself (a socket bound at a fixed path, a port): the e2e runs of
-    `artifacts` (made once per session) form one group, and a module's tests that use a module-scoped fixture
-    (one scoring batch, one installed wheel, one DDP run) form the module's group."""
-    for item in items:
-        if "artifacts" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("artifacts"))
-            continue
-        # pytest has no public API for a fixture's scope at collection time; _fixtureinfo is stable since 3.0
-        definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
-        if any(d.scope == "module" for defs in definitions.values() for d in defs):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
-
-
 def cli_env(cache: Path, **extra: str) -> dict[str, str]:
     """A fresh CI machine's environment: the test warm-start cache, no W&B key or network, the checkout
     importable, one torch thread, unbuffered output; `extra` on top."""
