@@ -23,9 +23,10 @@ import math
 from pathlib import Path
 
 from rlx.report.aggregate import fmt_mean_std, group_by_config, leader, seeds_swept
-from rlx.report.paired import compare_sweep
+from rlx.report.paired import METRICS, compare_sweep
 from rlx.report.paired import markdown as paired_markdown
 from rlx.report.provenance import markdown as provenance_markdown
+from rlx.report.robust import markdown as robust_markdown
 from rlx.report.runs import Run, differing_keys, load_sweep, sweep_name
 
 FOOTNOTE = (
@@ -178,7 +179,8 @@ def markdown(name: str, info: dict, runs: list[Run], keys: list[str], pngs: list
             "",
         ]
         paired = paired_markdown(compare_sweep(runs, keys))
-        lines += [*paired, *([""] if paired else []), "## Per run"]
+        robust = robust_markdown(runs, keys, METRICS[:3])  # the scores: accuracy, sampled pass@1, reward
+        lines += [*paired, *([""] if paired else []), *robust, *([""] if robust else []), "## Per run"]
     lines.append("")
     header = [
         "run",
