@@ -133,6 +133,21 @@ def rloo_advantage(scores: Tensor, group_index: Tensor, valid: Tensor) -> Tensor
     return torch.where(valid & (count > 1), adv, torch.zeros_like(scores))  # [N]
 
 
+def verified_advantage(scores: Tensor, valid: Tensor, tokens: Tensor, threshold: float) -> Tensor:
+    """Online rejection-sampling fine-tuning (RFT: Yuan et al. 2023, arXiv 2308.01825; RAFT: Dong et al. 2023,
+    arXiv 2304.06767): keep the completions whose reward reaches `threshold` and fine-tune on them as on SFT data.
+
+    A_i = 1[r_i ≥ τ] · Σ_valid |y_j| / Σ_kept |y_j|, no baseline (`tokens` [N] = |y_i|, the completions' trained
+    tokens). Under aggregate=token_mean over the batch (w = m / Σ_valid |y|), REINFORCE's loss
+    −Σ_i A_i Σ_t w·log π(y_i,t) is then −Σ_kept Σ_t log π(y_i,t) / Σ_kept |y|: the token-mean NLL of the kept
+    completions, exactly the SFT loss on them. No completion kept: every A_i = 0 (no step).
+    """
+    kept = valid & (scores >= threshold)  # [N]
+    trained = (tokens * valid).sum()  # []
+    scale = trained / (tokens * kept).sum().clamp(min=1)  # []
+    return torch.where(kept, scale, torch.zeros_like(scores))  # [N]
+
+
 def running_mean_advantage(scores: Tensor, valid: Tensor, baseline: float) -> Tensor:
     """REINFORCE with a baseline (Williams 1992, §4): A_i = r_i − b, with b a running mean of the rewards
     of *earlier* batches. b does not depend on this batch's samples, so E[(r − b)·∇log π] = E[r·∇log π]
@@ -261,6 +276,19 @@ def component_scores(batch, names: list[str]) -> Tensor:
             f"(it returns {sorted(batch.components)}). Set advantage.components to some of those"
         )
     return torch.stack([batch.components[name] for name in names], dim=1).to(torch.float32)  # [N, C]
+
+
+class Verified(Estimator):
+    """advantage=verified (online RFT / RAFT): `threshold` is the reward a completion needs to be kept (1.0: the
+    math and unit-test rewards' pass)."""
+
+    def __init__(self, threshold: float) -> None:
+        self.threshold = float(threshold)
+
+    def __call__(self, batch) -> tuple[Tensor, None]:
+        tokens = batch.loss_mask().sum(-1)  # [N]
+        adv = verified_advantage(batch.returns_per_sequence(), batch.sample_mask, tokens, self.threshold)
+        return broadcast_to_tokens(adv, batch.response_mask), None
 
 
 class RunningMean(Estimator):

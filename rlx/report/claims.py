@@ -341,7 +341,7 @@ def markdown(rows: list[Row], info: dict, runs: list[Run]) -> str:
         "",
         "Not measured by this sweep: PPO's critic cost as one step's peak memory (bench/critic_memory.py, fresh "
         "processes, matched minibatching: bench/RESULTS-critic_memory.md); rejection-sampling fine-tuning on the "
-        "model's own verified samples (rlx has no such trainer yet).",
+        "model's own verified samples (algo=rft; not yet an arm of this sweep).",
         "",
         "## Cost per arm (mean ± std over seeds)",
         "",
