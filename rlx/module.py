@@ -36,6 +36,7 @@ from rlx.distributed import (
     take,
 )
 from rlx.errors import ConfigError
+from rlx.models.parts import Models
 from rlx.models.reference import FrozenReference
 from rlx.rewards.base import Status
 from rlx.rollout.batch import RolloutBatch
@@ -200,7 +201,7 @@ class RLModule(LightningModule):
                 world, batch, self.tokenizer.pad_token_id, self.algo.minibatches, equal=sharded(self.policy)
             )  # this rank's groups
             start = time.perf_counter()
-            batch, prepared = prepare(shard.batch, self.algo, self.advantage, self.policy, self.reference, self.critic)
+            batch, prepared = prepare(shard.batch, self.algo, self.advantage, self.models)
         prepared["time/prepare"] = time.perf_counter() - start  # reference / old log-prob / value forwards
         start = time.perf_counter()
         losses = self.update(batch)
@@ -212,6 +213,11 @@ class RLModule(LightningModule):
         whole = shard.whole(batch)  # every rank's rows: the step's metrics as one process computes them
         self.log_step(whole, stats, losses, step)
         self.write_samples(whole, step, shard.ranks())
+
+    @property
+    def models(self) -> Models:
+        """The policy, reference and critic as one record (rlx.models.parts)."""
+        return Models(self.policy, self.reference, self.critic)
 
     def rollout_config(self) -> RolloutConfig:
         algo = self.algo

@@ -26,6 +26,7 @@ from rlx.algos.objective import objective, per_token_rewards
 from rlx.algos.token_select import TokenSelection
 from rlx.distributed import World, average_gradients, global_weights
 from rlx.errors import RlxError
+from rlx.models.parts import Models
 from rlx.rollout.batch import RolloutBatch
 from rlx.rollout.logprobs import (
     forward_logprobs,
@@ -107,11 +108,12 @@ def engine_entropy(batch: RolloutBatch, temperature: float) -> bool:
 
 
 @torch.no_grad()
-def prepare(batch: RolloutBatch, algo, advantage, policy, reference, critic) -> tuple[RolloutBatch, dict]:
+def prepare(batch: RolloutBatch, algo, advantage, models: Models) -> tuple[RolloutBatch, dict]:
     """The batch with sample_mask, scores, ref_logp, old_logp, token_rewards, values, advantages and returns
     filled in, and the sampling policy's entropy (policy/entropy) when old_logp is set here (from the rollout
-    engine's decode log-probs, or else a forward of `policy`) or the engine's entropies are exact (else the
+    engine's decode log-probs, or else a forward of `models.policy`) or the engine's entropies are exact (else the
     update's first forward computes it)."""
+    policy, reference, critic = models.policy, models.reference, models.critic
     scores, sample_mask = algo.shaping(batch)  # [N], [N] clipped / length-penalised; overlong-filtered
     scores = torch.where(sample_mask, scores, torch.zeros_like(scores))  # [N]
     args = (batch.input_ids, batch.attention_mask, batch.response_width, algo.temperature, algo.micro_batch_size)
@@ -119,6 +121,7 @@ def prepare(batch: RolloutBatch, algo, advantage, policy, reference, critic) -> 
     ref_logp = old_logp = None
     metrics = {}
     if algo.uses_reference:
+        assert reference is not None, "rlx.train.build gives an algorithm that uses a reference its reference"
         with reference.forward_model() as ref_model:
             ref_logp = sequence_logprobs(ref_model, *args, **chunks)  # [N, T]
     mask = batch.response_mask.float() * sample_mask[:, None]  # [N, T]

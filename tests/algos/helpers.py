@@ -7,6 +7,7 @@ import torch
 
 from rlx.checks import build_node, check_algorithm
 from rlx.models.adapters import FullFineTuning
+from rlx.models.parts import Models
 from rlx.module import RLModule
 from rlx.rewards.base import Status, Verdict
 from rlx.rollout.batch import RolloutBatch
@@ -109,7 +110,7 @@ def off_policy_steps(model, batch: RolloutBatch, algo, advantage, reference=None
 
     from rlx.update import NonFiniteGuard, policy_step, prepare
 
-    prepared, _ = prepare(batch, algo, advantage, model, reference, None)
+    prepared, _ = prepare(batch, algo, advantage, Models(model, reference))
     mb = prepared.select(torch.tensor([0, 2, 3, 5, 6, 7, 8, 11]))
     shift = torch.linspace(-0.4, 0.4, mb.old_logp.numel(), dtype=torch.float64).view_as(mb.old_logp)
     mb = replace(mb, old_logp=mb.old_logp + shift)

@@ -12,6 +12,7 @@ import torch
 
 from rlx.curriculum.uniform import UniformSampler
 from rlx.data.arithmetic import ArithmeticTask
+from rlx.models.parts import Models
 from rlx.models.reference import FrozenReference
 from rlx.models.tiny import build_tiny_llama
 from rlx.models.tokenizer import build_char_tokenizer
@@ -85,7 +86,7 @@ def test_prepare_is_unchanged_by_micro_batching(parts, cfg_factory, split):
         torch.manual_seed(0)
         critic = algo.critic.build(model).double()
         torch.nn.init.normal_(critic.head.weight)  # non-zero values
-        outs.append(prepare(batch, algo, advantage, model, reference, critic)[0])
+        outs.append(prepare(batch, algo, advantage, Models(model, reference, critic))[0])
     whole, split_ = outs
     mask = whole.response_mask.bool()
     for name in ("ref_logp", "old_logp", "values", "token_rewards", "advantages", "returns"):
@@ -135,7 +136,7 @@ def test_value_loss_and_gradient_are_unchanged_by_micro_batching(parts, cfg_fact
         torch.manual_seed(0)
         critic = algo.critic.build(model).double()
         torch.nn.init.normal_(critic.head.weight)
-        prepared, _ = prepare(batch, algo, advantage, model, None, critic)
+        prepared, _ = prepare(batch, algo, advantage, Models(model, critic=critic))
         mb = prepared.select(torch.arange(10))
         mb = replace(mb, values=mb.values + 0.3)  # old values off, so the value clip acts
         optimizer = GradCapture(critic.parameters())

@@ -22,6 +22,7 @@ from rlx.algos.correction import (
     token_mis,
     token_tis,
 )
+from rlx.models.parts import Models
 from rlx.update import NonFiniteGuard, policy_step, prepare
 from tests.algos.helpers import GradCapture, compose_algo
 from tests.algos.test_micro_batching import SPLITS, parts  # noqa: F401  (the float64 fixture)
@@ -121,7 +122,7 @@ def test_corrected_loss_and_gradient_are_unchanged_by_micro_batching(parts, cfg_
     results = []
     for extra in ([], split):
         algo, advantage = compose_algo(cfg_factory, *base, *extra)
-        prepared, _ = prepare(batch, algo, advantage, model, None, None)
+        prepared, _ = prepare(batch, algo, advantage, Models(model))
         # a sampler that disagrees with the trainer by up to ±0.8 nats: some weights capped, some tokens masked
         shift = torch.linspace(-0.8, 0.8, prepared.old_logp.numel(), dtype=torch.float64).view_as(prepared.old_logp)
         mb = replace(prepared, sampler_logp=prepared.old_logp + shift)
@@ -140,7 +141,7 @@ def test_no_correction_leaves_the_loss_bit_for_bit(parts, cfg_factory):  # noqa:
     tok, model, batch = parts
     base = ["algo=grpo", "algo.beta=0", "algo.group_size=4", "algo.prompts_per_step=3", "data.max_new_tokens=6"]
     algo, advantage = compose_algo(cfg_factory, *base)
-    prepared, _ = prepare(batch, algo, advantage, model, None, None)
+    prepared, _ = prepare(batch, algo, advantage, Models(model))
     shift = torch.full_like(prepared.old_logp, math.log(3.0))  # a sampler far off: none ignores it
     losses = []
     for mb in (prepared, replace(prepared, sampler_logp=prepared.old_logp + shift)):

@@ -3,6 +3,7 @@
 import torch
 
 from rlx.algos.shaping import RewardShaping, clip_rewards, overlong_filter, soft_overlong_penalty
+from rlx.models.parts import Models
 from rlx.rollout.batch import RolloutBatch
 
 
@@ -81,7 +82,7 @@ def test_overlong_filter_sets_a_sample_mask_and_leaves_valid_alone(cfg_factory):
     )
     policy = build_tiny_llama(build_char_tokenizer(), 32, 1, 2, 64, 64, 0.02, seed=0)
     batch = make_batch([2, 4, 3, 1], [False, True, False, False], [1.0, 0.0, 0.0, 1.0])
-    prepared, _ = prepare(batch, algo, advantage, policy, None, None)
+    prepared, _ = prepare(batch, algo, advantage, Models(policy))
     assert prepared.valid.tolist() == [True, True, True, True] and batch.valid.all()
     assert prepared.sample_mask.tolist() == [True, False, True, True]
     assert torch.count_nonzero(prepared.advantages[1]) == 0  # the filtered sample has no advantage ...

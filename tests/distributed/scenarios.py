@@ -208,6 +208,7 @@ def rlx_update(preset: str, world: World, fsdp: bool = False) -> dict:
 
     from rlx.checks import build_node
     from rlx.data.arithmetic import ArithmeticTask
+    from rlx.models.parts import Models
     from rlx.models.reference import FrozenReference
     from rlx.models.tiny import build_tiny_llama
     from rlx.models.tokenizer import build_char_tokenizer
@@ -249,7 +250,7 @@ def rlx_update(preset: str, world: World, fsdp: bool = False) -> dict:
     shard = take(world, batch, tok.pad_token_id, algo.minibatches, equal=fsdp)
     torch.manual_seed(2)
     with full_weights(model, critic):
-        prepared, metrics = prepare(shard.batch, algo, advantage, model, reference, critic)
+        prepared, metrics = prepare(shard.batch, algo, advantage, Models(model, reference, critic))
     optimizer = algo.optimizer(model.parameters())
     critic_optimizer = algo.critic.optimizer(critic.parameters()) if critic is not None else None
     losses = update(

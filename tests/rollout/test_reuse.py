@@ -16,6 +16,7 @@ import pytest
 import torch
 
 import rlx.update as update_module
+from rlx.models.parts import Models
 from rlx.models.reference import FrozenReference
 from rlx.models.tiny import build_tiny_llama
 from rlx.rollout.batch import concat
@@ -80,12 +81,12 @@ def test_prepare_takes_the_engines_logprobs_for_the_forward_and_skips_it(counted
     batch = rollout(model, tok, engine())
     assert batch.sampling_logp is not None and batch.sampling_temperature == 1.0
     forwards.clear()
-    reused, reused_metrics = prepare(batch, algo, advantage, model, reference, None)
+    reused, reused_metrics = prepare(batch, algo, advantage, Models(model, reference))
     assert forwards.get(id(model.get_decoder()), 0) == 0  # no forward of the policy
     with reference.forward_model() as ref:
         assert forwards.get(id(ref.get_decoder()), 0) >= 1  # the reference's still runs
     forwards.clear()
-    ran, ran_metrics = prepare(without_reuse(batch), algo, advantage, model, reference, None)
+    ran, ran_metrics = prepare(without_reuse(batch), algo, advantage, Models(model, reference))
     assert forwards.get(id(model.get_decoder()), 0) >= 1  # the forward the engine's log-probs replace
     mask = batch.response_mask.bool()
     assert mask.sum() > 20 and len(set(mask.sum(-1).tolist())) > 1  # completions of several lengths
@@ -106,9 +107,9 @@ def test_one_update_per_batch_takes_the_engines_entropy_and_its_forward_computes
     model, tok, _ = counted
     batch = rollout(model, tok, engine())
     forward_algo, advantage = compose_algo(cfg_factory, *ALGO)  # 4 minibatches: prepare runs the forward
-    _, forward_metrics = prepare(without_reuse(batch), forward_algo, advantage, model, None, None)
+    _, forward_metrics = prepare(without_reuse(batch), forward_algo, advantage, Models(model))
     algo, advantage = compose_algo(cfg_factory, *ALGO, "algo.minibatches=1")  # no old log-probs needed
-    prepared, metrics = prepare(batch, algo, advantage, model, None, None)
+    prepared, metrics = prepare(batch, algo, advantage, Models(model))
     assert prepared.old_logp is None
     assert abs(float(metrics["policy/entropy"]) - float(forward_metrics["policy/entropy"])) < 1e-5
     asked: list[bool] = []
@@ -135,7 +136,7 @@ def test_hf_generate_reports_no_logprobs_and_prepare_runs_the_forward(counted, c
     batch = rollout(model, tok, HFGenerate(overlap_scoring=False))
     assert batch.sampling_logp is None and batch.sampling_entropy is None
     forwards.clear()
-    prepared, metrics = prepare(batch, algo, advantage, model, None, None)
+    prepared, metrics = prepare(batch, algo, advantage, Models(model))
     assert forwards.get(id(model.get_decoder()), 0) >= 1
     assert prepared.old_logp is not None and "policy/entropy" in metrics
 
@@ -145,7 +146,7 @@ def test_a_temperature_mismatch_runs_the_forward(counted, cfg_factory, caplog):
     algo, advantage = compose_algo(cfg_factory, *ALGO, "algo.temperature=0.7")
     batch = rollout(model, tok, engine(), temperature=1.0)  # sampled at 1.0, updated at 0.7
     forwards.clear()
-    prepared, _ = prepare(batch, algo, advantage, model, None, None)
+    prepared, _ = prepare(batch, algo, advantage, Models(model))
     assert forwards.get(id(model.get_decoder()), 0) >= 1 and "running the sampling policy's forward" in caplog.text
     mask = batch.response_mask.bool()
     assert (prepared.old_logp[mask] - batch.sampling_logp[mask]).abs().max() > 1e-2  # really other log-probs

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from rlx.data.arithmetic import ArithmeticTask
+from rlx.models.parts import Models
 from rlx.models.tiny import build_tiny_llama
 from rlx.models.tokenizer import build_char_tokenizer
 from rlx.rollout.collect import RolloutConfig
@@ -42,7 +43,7 @@ def batch_gradient(parts, cfg_factory, rewards, rows_to_keep=None):
         [0, 1],
         RolloutConfig(2, 4, 4, 1.0, None),
     )
-    batch, _ = prepare(batch, algo, advantage, model, None, None)
+    batch, _ = prepare(batch, algo, advantage, Models(model))
     if rows_to_keep is not None:
         batch = batch.select(torch.tensor(rows_to_keep))
     optimizer = GradCapture(model.parameters())
