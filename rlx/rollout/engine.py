@@ -25,10 +25,11 @@ Models: any transformers causal LM whose forward takes `cache=`/`past_key_values
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import torch
@@ -40,11 +41,11 @@ from rlx.rollout.sampling import sample_tokens, workspace
 log = logging.getLogger(__name__)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Generation:
     """One batch of completions in the RolloutBatch layout: left-padded prompts, then the completions
     right-aligned at column P, padded after their eos. Prompt k's `repeats` completions are rows
-    k·repeats .. k·repeats + repeats − 1."""
+    k·repeats .. k·repeats + repeats − 1. What every engine (`Generator`) returns."""
 
     input_ids: Tensor  # [N, P + T]
     attention_mask: Tensor  # [N, P + T]
@@ -52,7 +53,7 @@ class Generation:
     truncated: Tensor  # [N] bool: no eos within max_new_tokens
     texts: list[str]  # completions up to (not including) eos
     logprobs: Tensor | None = None  # [N, T] float32 log π(y_t) at the sampling temperature, 0 off the mask;
-    #                                 None where the engine does not report them (rollout=hf)
+    #                                 None where the engine does not report them (rollout=hf, greedy)
     entropy: Tensor | None = None  # [N, T] float32 entropy of the distribution y_t was drawn from, 0 off the mask
     temperature: float | None = None  # the temperature of `logprobs` and `entropy`
     reusable: bool = False  # the update may take logprobs and entropy for the trainer's forward of the sampling
@@ -63,6 +64,21 @@ class Generation:
     @property
     def response_width(self) -> int:
         return self.response_mask.shape[1]
+
+    def cloned(self) -> Generation:
+        """The same completions in fresh tensors: made outside `torch.inference_mode`, they are ordinary tensors
+        that autograd may save (inference tensors may not be)."""
+        optional = {
+            k: None if v is None else v.clone() for k, v in (("logprobs", self.logprobs), ("entropy", self.entropy))
+        }
+        return replace(
+            self,
+            input_ids=self.input_ids.clone(),
+            attention_mask=self.attention_mask.clone(),
+            response_mask=self.response_mask.clone(),
+            truncated=self.truncated.clone(),
+            **optional,
+        )
 
 
 #: `on_finished(rows, texts)`: completions final before the generation call returns (they ended with eos):
@@ -92,17 +108,43 @@ class Generator(Protocol):
     ) -> Generation: ...
 
 
-def response_layout(prompt_ids: Tensor, prompt_mask: Tensor, response: Tensor, eos_id: int, pad_id: int):
-    """From raw sampled tokens [N, T'] to (input_ids, attention_mask, response_mask, truncated, response):
-    a token belongs to the completion if no eos came strictly before it; later tokens become pad."""
+@dataclass(frozen=True)
+class Layout:
+    """Sampled tokens in the RolloutBatch layout (`response_layout`)."""
+
+    input_ids: Tensor  # [N, P + T'] the prompts, then the completions (pad after eos)
+    attention_mask: Tensor  # [N, P + T']
+    response_mask: Tensor  # [N, T'] 1 on completion tokens up to and including eos
+    truncated: Tensor  # [N] bool: no eos
+    response: Tensor  # [N, T'] the completion tokens, pad after eos
+
+
+def response_layout(prompt_ids: Tensor, prompt_mask: Tensor, response: Tensor, eos_id: int, pad_id: int) -> Layout:
+    """From raw sampled tokens [N, T'] after prompts [N, P] to the batch layout: a token belongs to the
+    completion if no eos came strictly before it; later tokens become pad."""
     is_eos = response == eos_id  # [N, T']
     before_eos = (is_eos.long().cumsum(-1) - is_eos.long()) == 0  # [N, T']
     response_mask = before_eos.long()  # [N, T']
-    truncated = ~is_eos.any(-1)  # [N]
     response = torch.where(before_eos, response, torch.full_like(response, pad_id))  # [N, T']
-    input_ids = torch.cat([prompt_ids, response], dim=1)  # [N, P + T']
-    attention_mask = torch.cat([prompt_mask, response_mask], dim=1)  # [N, P + T']
-    return input_ids, attention_mask, response_mask, truncated, response
+    return Layout(
+        input_ids=torch.cat([prompt_ids, response], dim=1),  # [N, P + T']
+        attention_mask=torch.cat([prompt_mask, response_mask], dim=1),  # [N, P + T']
+        response_mask=response_mask,
+        truncated=~is_eos.any(-1),  # [N]
+        response=response,
+    )
+
+
+def encode_prompts(tokenizer, prompts: list[str], device: torch.device | None = None) -> tuple[Tensor, Tensor]:
+    """The prompts' token ids and attention mask [K, P], left-padded (the tokenizer's padding side), on
+    `device` (None: where the tokenizer puts them). An empty prompt is an error: nothing to continue from."""
+    enc = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+    if device is not None:
+        enc = enc.to(device)
+    ids, mask = enc["input_ids"], enc["attention_mask"]  # [K, P]
+    if mask.shape[1] == 0 or not bool(mask.any(-1).all()):
+        raise ValueError("every prompt must tokenize to at least one token (got an empty prompt)")
+    return ids, mask
 
 
 def decode_texts(tokenizer, response: Tensor, response_mask: Tensor) -> list[str]:
@@ -175,19 +217,8 @@ class RolloutEngine:
         on_finished: OnFinished | None = None,
     ) -> Generation:
         with torch.inference_mode():  # ~5% faster than no_grad; the outputs are cloned out of it for autograd
-            out = self.sample(model, tokenizer, prompts, max_new_tokens, temperature, greedy, repeats, on_finished)
-        ids, attention, response, truncated, texts, logprobs, entropy, logits_dtype = out
-        return Generation(
-            ids.clone(),
-            attention.clone(),
-            response.clone(),
-            truncated.clone(),
-            texts,
-            logprobs.clone(),
-            entropy.clone(),
-            temperature,
-            self.reuse_logprobs and exact(model, logits_dtype),
-        )
+            gen = self.sample(model, tokenizer, prompts, max_new_tokens, temperature, greedy, repeats, on_finished)
+        return gen.cloned()
 
     def sample(
         self,
@@ -199,108 +230,159 @@ class RolloutEngine:
         greedy: bool,
         repeats: int,
         on_finished: OnFinished | None = None,
-    ) -> tuple:
-        device = next(model.parameters()).device
-        eos_id, pad_id = tokenizer.eos_token_id, tokenizer.pad_token_id
-        enc = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
-        ids, mask = enc["input_ids"], enc["attention_mask"]  # [K, P]
-        if mask.shape[1] == 0 or not bool(mask.any(-1).all()):
-            raise ValueError("every prompt must tokenize to at least one token (got an empty prompt)")
-        k, width_p = ids.shape
-        n = k * repeats
-        layers = model.config.get_text_config().num_hidden_layers
-        cache_key = cache_argument(model)
-        position = (mask.cumsum(-1) - 1).clamp(min=0)  # [K, P] as in the trainer's forward
+    ) -> Generation:
+        """`Generator.__call__`'s work, under the caller's inference mode: prefill each prompt once, decode its
+        `repeats` completions, lay them out."""
+        ids, mask = encode_prompts(tokenizer, prompts, next(model.parameters()).device)  # [K, P]
+        cache, logits = self.prefill(model, ids, mask, repeats, max_new_tokens)  # logits: [N, V]
+        reusable = self.reuse_logprobs and exact(model, logits.dtype)
+        state = DecodeState.start(ids, mask, repeats, max_new_tokens, tokenizer.pad_token_id)
+        buffers = workspace(state.rows, logits.shape[-1], ids.device)  # the sampler's [N, V] scratch, every step
+        draw = functools.partial(sample_tokens, temperature=temperature, greedy=greedy, out=buffers)
+        step = functools.partial(self.step, self.forward_fn(model), cache_argument(model), cache, state)
+        for t in range(max_new_tokens):
+            token, logp, entropy = draw(logits)  # [n] each
+            live = cache.rows
+            state.record(t, token, logp, entropy, live)
+            if t == max_new_tokens - 1:
+                break
+            finished = (token == tokenizer.eos_token_id).nonzero().squeeze(-1).tolist()
+            if finished and on_finished is not None:
+                state.report(finished, t, tokenizer, on_finished)
+            if len(finished) == live:
+                break
+            if finished:  # they leave the decode batch: the tail's live slots move into their places
+                state.move(*cache.drop(finished))
+            logits = step()  # [n, V]
+        return state.generation(tokenizer, ids, mask, repeats, temperature, reusable)
 
-        # One prefill per distinct prompt, then its keys and values go into the slots of its completions.
+    def prefill(self, model, ids: Tensor, mask: Tensor, repeats: int, max_new_tokens: int) -> tuple[SlotCache, Tensor]:
+        """One prefill per distinct prompt [K, P]; its keys and values go into the slots of its `repeats`
+        completions. Returns the decode cache (K·repeats slots of P + max_new_tokens columns) and the logits
+        [N, V] of each completion's first token."""
+        k, width_p = ids.shape
+        layers = model.config.get_text_config().num_hidden_layers
         prefill = SlotCache(layers, k, width_p)
         out = model(
             input_ids=ids,
             attention_mask=mask,
-            position_ids=position,
+            position_ids=(mask.cumsum(-1) - 1).clamp(min=0),  # [K, P] as in the trainer's forward
             use_cache=True,
             logits_to_keep=1,
-            **{cache_key: prefill},
+            **{cache_argument(model): prefill},
         )
         prefill.advance(width_p)
-        cache = SlotCache(layers, n, width_p + max_new_tokens, static=self.compile, device=device)
+        cache = SlotCache(layers, k * repeats, width_p + max_new_tokens, static=self.compile, device=ids.device)
         cache.fill_from(prefill, repeats)
-        del prefill
-        logits_dtype = out.logits.dtype
-        logits = out.logits[:, -1].repeat_interleave(repeats, dim=0)  # [N, V]
+        return cache, out.logits[:, -1].repeat_interleave(repeats, dim=0)  # [N, V]
 
-        slot_row = torch.arange(n, device=device)  # [S] which output row each live slot generates
-        next_pos = (mask.sum(-1) - 1).repeat_interleave(repeats) + 1  # [S] position of each slot's next token
-        slot_token = torch.full((n,), pad_id, dtype=ids.dtype, device=device)  # [S] each slot's latest token
+    def step(self, forward, cache_key: str, cache: SlotCache, state: DecodeState) -> Tensor:
+        """One decode step of the live slots (each slot's latest token in, the next token's logits [n, V] out).
+        Static (compiled) steps run a power-of-two batch over all L columns; the slots past the live ones are
+        finished or moved, and what the step writes into them and returns for them is never read."""
+        live = cache.rows
+        rows = min(state.rows, 1 << (live - 1).bit_length()) if self.compile else live
+        state.slot_mask[:rows, cache.length] = 1  # the column this step writes
+        width = state.slot_mask.shape[1] if self.compile else cache.length + 1
+        cache.rows = rows
+        out = forward(
+            input_ids=state.slot_token[:rows, None],
+            attention_mask=state.slot_mask[:rows, :width],
+            position_ids=state.next_pos[:rows, None],
+            use_cache=True,
+            **{cache_key: cache},
+        )
+        cache.rows = live
+        cache.advance(1)
+        state.next_pos[:live] += 1
+        return out.logits[:live, -1]  # [n, V]
+
+
+@dataclass
+class DecodeState:
+    """The decode loop's state. Slot s of the KV cache generates output row `slot_row[s]`; the cache's first
+    `rows` slots are live (finished ones leave, the tail's slots move into their places). The output rows'
+    draws accumulate in `tokens`, `logps` and `entropies` [N, T], of which the first `steps` columns are written."""
+
+    slot_row: Tensor  # [S] which output row each slot generates
+    next_pos: Tensor  # [S] position of each slot's next token
+    slot_token: Tensor  # [S] each slot's latest token
+    slot_mask: Tensor  # [S, L] attention mask of each slot's cache row
+    tokens: Tensor  # [N, T] the drawn tokens
+    logps: Tensor  # [N, T] float32 their log-probs
+    entropies: Tensor  # [N, T] float32 the entropies of the distributions they were drawn from
+    steps: int = 0  # columns of tokens written
+    streamed: dict[int, str] = field(default_factory=dict)  # output row -> its text, for rows sent to on_finished
+
+    @classmethod
+    def start(cls, ids: Tensor, mask: Tensor, repeats: int, max_new_tokens: int, pad_id: int) -> DecodeState:
+        """Every slot live, slot s generating row s; prompts ids, mask [K, P]."""
+        (k, width_p), device = ids.shape, ids.device
+        n = k * repeats
         slot_mask = torch.zeros(n, width_p + max_new_tokens, dtype=mask.dtype, device=device)  # [S, L]
         slot_mask[:, :width_p] = mask.repeat_interleave(repeats, dim=0)
-        tokens = torch.full((n, max_new_tokens), pad_id, dtype=ids.dtype, device=device)  # [N, T]
-        logps = torch.zeros(n, max_new_tokens, dtype=torch.float32, device=device)  # [N, T]
-        entropies = torch.zeros(n, max_new_tokens, dtype=torch.float32, device=device)  # [N, T]
-        forward = self.forward_fn(model)
-        buffers = workspace(n, logits.shape[-1], device)  # the sampler's [N, V] scratch, reused every step
-        steps = 0
-        streamed: dict[int, str] = {}  # output row -> its text, for the rows reported to on_finished
-        for t in range(max_new_tokens):
-            token, logp, entropy = sample_tokens(logits, temperature, greedy, out=buffers)  # [n] each
-            live = cache.rows
-            tokens[slot_row[:live], t] = token
-            logps[slot_row[:live], t] = logp
-            entropies[slot_row[:live], t] = entropy
-            slot_token[:live] = token
-            steps = t + 1
-            if t == max_new_tokens - 1:
-                break
-            finished = (token == eos_id).nonzero().squeeze(-1).tolist()
-            if finished and on_finished is not None:
-                done = slot_row[finished]  # [f] their output rows
-                texts = decode_finished(tokenizer, tokens[done], t)
-                streamed.update(zip(done.tolist(), texts, strict=True))
-                on_finished(done.tolist(), texts)
-            if len(finished) == live:
-                break
-            if finished:  # they leave the decode batch: the tail's live slots move into their places
-                holes, movers = cache.drop(finished)
-                if holes:
-                    dst, src = torch.tensor(holes, device=device), torch.tensor(movers, device=device)
-                    for state in (slot_row, next_pos, slot_mask, slot_token):
-                        state[dst] = state[src]
-                live = cache.rows
-            # Static (compiled) steps run a power-of-two batch over all L columns; the slots past `live` are
-            # finished or moved, and what the step writes into them and returns for them is never read.
-            rows = min(n, 1 << (live - 1).bit_length()) if self.compile else live
-            slot_mask[:rows, cache.length] = 1  # the column this step writes
-            width = slot_mask.shape[1] if self.compile else cache.length + 1
-            cache.rows = rows
-            out = forward(
-                input_ids=slot_token[:rows, None],
-                attention_mask=slot_mask[:rows, :width],
-                position_ids=next_pos[:rows, None],
-                use_cache=True,
-                **{cache_key: cache},
-            )
-            cache.rows = live
-            cache.advance(1)
-            next_pos[:live] += 1
-            logits = out.logits[:live, -1]  # [n, V]
-
-        response = tokens[:, :steps]  # [N, T']
-        prompt_ids = ids.repeat_interleave(repeats, dim=0)  # [N, P]
-        prompt_mask = mask.repeat_interleave(repeats, dim=0)  # [N, P]
-        input_ids, attention_mask, response_mask, truncated, response = response_layout(
-            prompt_ids, prompt_mask, response, eos_id, pad_id
+        return cls(
+            slot_row=torch.arange(n, device=device),
+            next_pos=(mask.sum(-1) - 1).repeat_interleave(repeats) + 1,
+            slot_token=torch.full((n,), pad_id, dtype=ids.dtype, device=device),
+            slot_mask=slot_mask,
+            tokens=torch.full((n, max_new_tokens), pad_id, dtype=ids.dtype, device=device),
+            logps=torch.zeros(n, max_new_tokens, dtype=torch.float32, device=device),
+            entropies=torch.zeros(n, max_new_tokens, dtype=torch.float32, device=device),
         )
-        rest = [r for r in range(n) if r not in streamed]
-        decoded = dict(zip(rest, decode_texts(tokenizer, response[rest], response_mask[rest]), strict=True))
-        return (
-            input_ids,
-            attention_mask,
-            response_mask,
-            truncated,
-            [streamed[r] if r in streamed else decoded[r] for r in range(n)],
-            logps[:, :steps] * response_mask,
-            entropies[:, :steps] * response_mask,
-            logits_dtype,
+
+    @property
+    def rows(self) -> int:
+        """N, the output rows (= the slots)."""
+        return self.tokens.shape[0]
+
+    def record(self, t: int, token: Tensor, logp: Tensor, entropy: Tensor, live: int) -> None:
+        """Step t's draws [n] of the `live` slots, into their output rows' column t."""
+        rows = self.slot_row[:live]  # [n]
+        self.tokens[rows, t] = token
+        self.logps[rows, t] = logp
+        self.entropies[rows, t] = entropy
+        self.slot_token[:live] = token
+        self.steps = t + 1
+
+    def report(self, finished: list[int], t: int, tokenizer, on_finished: OnFinished) -> None:
+        """The slots `finished` drew eos at step t: their rows' texts (the tokens before it) to `on_finished`."""
+        done = self.slot_row[finished]  # [f] their output rows
+        texts = decode_finished(tokenizer, self.tokens[done], t)
+        self.streamed.update(zip(done.tolist(), texts, strict=True))
+        on_finished(done.tolist(), texts)
+
+    def move(self, holes: list[int], movers: list[int]) -> None:
+        """Slots `movers` move into `holes` (SlotCache.drop moved their keys and values)."""
+        if holes:
+            dst = torch.tensor(holes, device=self.slot_row.device)
+            src = torch.tensor(movers, device=self.slot_row.device)
+            for state in (self.slot_row, self.next_pos, self.slot_mask, self.slot_token):
+                state[dst] = state[src]
+
+    def generation(self, tokenizer, ids: Tensor, mask: Tensor, repeats: int, temperature: float, reusable: bool):
+        """The decoded rows as a Generation: prompts ids, mask [K, P], each repeated `repeats` times."""
+        layout = response_layout(
+            ids.repeat_interleave(repeats, dim=0),  # [N, P]
+            mask.repeat_interleave(repeats, dim=0),  # [N, P]
+            self.tokens[:, : self.steps],  # [N, T']
+            tokenizer.eos_token_id,
+            tokenizer.pad_token_id,
+        )
+        rest = [r for r in range(self.rows) if r not in self.streamed]
+        decoded = dict(
+            zip(rest, decode_texts(tokenizer, layout.response[rest], layout.response_mask[rest]), strict=True)
+        )
+        return Generation(
+            layout.input_ids,
+            layout.attention_mask,
+            layout.response_mask,
+            layout.truncated,
+            [self.streamed[r] if r in self.streamed else decoded[r] for r in range(self.rows)],
+            self.logps[:, : self.steps] * layout.response_mask,
+            self.entropies[:, : self.steps] * layout.response_mask,
+            temperature,
+            reusable,
         )
 
 

@@ -61,15 +61,16 @@ def generate(model, tokenizer, prompts: list[str], max_new_tokens: int, temperat
         **sampling,
     )
     response = out.sequences[:, enc["input_ids"].shape[1] :]  # [N, T']
-    input_ids, attention_mask, response_mask, truncated, response = response_layout(
+    layout = response_layout(
         enc["input_ids"], enc["attention_mask"], response, tokenizer.eos_token_id, tokenizer.pad_token_id
     )
-    texts = decode_texts(tokenizer, response, response_mask)
+    texts = decode_texts(tokenizer, layout.response, layout.response_mask)
+    fields = (layout.input_ids, layout.attention_mask, layout.response_mask, layout.truncated, texts)
     if greedy:
-        return Generation(input_ids, attention_mask, response_mask, truncated, texts)
-    logps = sampled_logprobs(out.scores, out.sequences[:, enc["input_ids"].shape[1] :])  # [N, T']
-    logps = torch.where(response_mask.bool(), logps, torch.zeros_like(logps))  # 0 off the mask, as every engine
-    return Generation(input_ids, attention_mask, response_mask, truncated, texts, logps, None, temperature, False)
+        return Generation(*fields)
+    logps = sampled_logprobs(out.scores, response)  # [N, T']
+    logps = torch.where(layout.response_mask.bool(), logps, torch.zeros_like(logps))  # 0 off the mask, as every engine
+    return Generation(*fields, logprobs=logps, temperature=temperature)
 
 
 def sampled_logprobs(scores: tuple[torch.Tensor, ...], tokens: torch.Tensor) -> torch.Tensor:

@@ -36,7 +36,7 @@ import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
 from rlx.errors import ConfigError
-from rlx.rollout.engine import Generation, OnFinished, decode_texts, response_layout
+from rlx.rollout.engine import Generation, OnFinished, decode_texts, encode_prompts, response_layout
 
 log = logging.getLogger(__name__)
 
@@ -189,9 +189,6 @@ class VLLMEngine:
         repeats: int = 1,
         on_finished: OnFinished | None = None,
     ) -> Generation:
-        from vllm import SamplingParams
-        from vllm.inputs import TokensPrompt
-
         # vLLM's parameters are created and reloaded under inference mode, whichever mode the caller is in
         # (Lightning validates under it, trains outside it): an inference tensor updated in place outside it fails
         with torch.inference_mode():
@@ -200,56 +197,70 @@ class VLLMEngine:
             if self.stale or self.asleep:
                 self.push_weights(model)
         assert self.llm is not None
-        device = next(model.parameters()).device
-        enc = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
-        ids, mask = enc["input_ids"], enc["attention_mask"]  # [K, P] left-padded
-        if mask.shape[1] == 0 or not bool(mask.any(-1).all()):
-            raise ValueError("every prompt must tokenize to at least one token (got an empty prompt)")
-        requests = [TokensPrompt(prompt_token_ids=row[m.bool()].tolist()) for row, m in zip(ids, mask, strict=True)]
-        seeds = torch.randint(0, 2**31 - 1, (len(prompts),)).tolist()  # from rlx's per-step seeding
-        params = [
-            SamplingParams(
-                n=repeats,
-                temperature=0.0 if greedy else temperature,
-                top_k=0,
-                top_p=1.0,
-                max_tokens=max_new_tokens,
-                logprobs=0,  # the sampled token's own log-prob
-                seed=seed,
-                detokenize=False,
-                ignore_eos=True,  # stop at the tokenizer's eos alone (stop_token_ids), as the other engines
-                stop_token_ids=[tokenizer.eos_token_id],
-            )
-            for seed in seeds
-        ]
+        ids, mask = encode_prompts(tokenizer, prompts)  # [K, P] left-padded
+        requests, params = vllm_requests(tokenizer, ids, mask, max_new_tokens, temperature, greedy, repeats)
         outputs = self.llm.generate(requests, params, use_tqdm=False)
         completions = [c for out in outputs for c in sorted(out.outputs, key=lambda c: c.index)]  # prompt-major
-        width = max(1, max(len(c.token_ids) for c in completions))
-        pad = tokenizer.pad_token_id
-        response = torch.full((len(completions), width), pad, dtype=ids.dtype)  # [N, T']
-        logps = torch.zeros(len(completions), width, dtype=torch.float32)  # [N, T']
-        for i, c in enumerate(completions):
-            tokens = list(c.token_ids)
-            response[i, : len(tokens)] = torch.tensor(tokens, dtype=ids.dtype)
-            logps[i, : len(tokens)] = torch.tensor(
-                [entry[t].logprob for entry, t in zip(c.logprobs, tokens, strict=True)]
-            )
-        input_ids, attention_mask, response_mask, truncated, response = response_layout(
-            ids.repeat_interleave(repeats, 0), mask.repeat_interleave(repeats, 0), response, tokenizer.eos_token_id, pad
+        response, logps = completion_tensors(completions, tokenizer.pad_token_id, ids.dtype)  # [N, T'] each
+        layout = response_layout(
+            ids.repeat_interleave(repeats, 0),
+            mask.repeat_interleave(repeats, 0),
+            response,
+            tokenizer.eos_token_id,
+            tokenizer.pad_token_id,
         )
         if self.sleep:
             self.llm.sleep(level=2)
             self.asleep = True
         synced, self.sync_seconds = self.sync_seconds, 0.0
+        device = next(model.parameters()).device
         return Generation(
-            input_ids.to(device),
-            attention_mask.to(device),
-            response_mask.to(device),
-            truncated.to(device),
-            decode_texts(tokenizer, response, response_mask),
-            (logps * response_mask).to(device),
-            None,
-            temperature,
-            False,  # μ is compared with the trainer's forward, never taken for it
-            {"time/weight_sync": synced},
+            layout.input_ids.to(device),
+            layout.attention_mask.to(device),
+            layout.response_mask.to(device),
+            layout.truncated.to(device),
+            decode_texts(tokenizer, layout.response, layout.response_mask),
+            logprobs=(logps * layout.response_mask).to(device),
+            temperature=temperature,
+            reusable=False,  # μ is compared with the trainer's forward, never taken for it
+            metrics={"time/weight_sync": synced},
         )
+
+
+def vllm_requests(tokenizer, ids, mask, max_new_tokens: int, temperature: float, greedy: bool, repeats: int):
+    """vLLM's (prompts, sampling parameters) for the left-padded prompts ids, mask [K, P]: the token ids
+    alone, `repeats` completions each with the other engines' sampling (see the module docstring)."""
+    from vllm import SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    requests = [TokensPrompt(prompt_token_ids=row[m.bool()].tolist()) for row, m in zip(ids, mask, strict=True)]
+    seeds = torch.randint(0, 2**31 - 1, (len(requests),)).tolist()  # from rlx's per-step seeding
+    params = [
+        SamplingParams(
+            n=repeats,
+            temperature=0.0 if greedy else temperature,
+            top_k=0,
+            top_p=1.0,
+            max_tokens=max_new_tokens,
+            logprobs=0,  # the sampled token's own log-prob
+            seed=seed,
+            detokenize=False,
+            ignore_eos=True,  # stop at the tokenizer's eos alone (stop_token_ids), as the other engines
+            stop_token_ids=[tokenizer.eos_token_id],
+        )
+        for seed in seeds
+    ]
+    return requests, params
+
+
+def completion_tensors(completions, pad: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """vLLM's completions (prompt-major) as the sampled tokens [N, T'] (pad after each one's end) and their
+    log-probs [N, T'] float32 (0 past the end)."""
+    width = max(1, max(len(c.token_ids) for c in completions))
+    response = torch.full((len(completions), width), pad, dtype=dtype)  # [N, T']
+    logps = torch.zeros(len(completions), width, dtype=torch.float32)  # [N, T']
+    for i, c in enumerate(completions):
+        tokens = list(c.token_ids)
+        response[i, : len(tokens)] = torch.tensor(tokens, dtype=dtype)
+        logps[i, : len(tokens)] = torch.tensor([entry[t].logprob for entry, t in zip(c.logprobs, tokens, strict=True)])
+    return response, logps
