@@ -8,7 +8,7 @@
               budget) and is skipped, leaving weights and optimiser state untouched, when its loss or gradient
               is not finite
 
-Every forward runs one trimmed micro-batch at a time (rlx.rollout.logprobs). The aggregation weights of a
+Every forward runs one trimmed micro-batch at a time (rlx.forward.logprobs). The aggregation weights of a
 minibatch are computed from its whole mask before it is split, so a micro-batched loss and gradient equal the
 unsplit ones (rlx.algos.aggregation).
 """
@@ -26,15 +26,15 @@ from rlx.algos.objective import objective, per_token_rewards
 from rlx.algos.token_select import TokenSelection
 from rlx.distributed import World, average_gradients, global_weights
 from rlx.errors import RlxError
-from rlx.models.parts import Models
-from rlx.rollout.batch import RolloutBatch
-from rlx.rollout.logprobs import (
+from rlx.forward.logprobs import (
     forward_logprobs,
     map_micro_batches,
     plan_micro_batches,
     sequence_logprobs,
     trim_padding,
 )
+from rlx.models.parts import Models
+from rlx.rollout.batch import RolloutBatch
 
 log = logging.getLogger(__name__)
 

@@ -22,9 +22,9 @@ def kl_to_start(run_dir: str | Path, prompts: int = 256, seed: int = 0) -> float
     from omegaconf import OmegaConf
     from transformers.utils import logging as hf_logging
 
+    from rlx.forward.logprobs import sequence_logprobs
     from rlx.models.loading import load_local
     from rlx.rollout.generate import generate
-    from rlx.rollout.logprobs import sequence_logprobs
 
     run_dir = Path(run_dir)
     footprint = run_dir / "footprint.json"

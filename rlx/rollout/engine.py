@@ -15,7 +15,7 @@ no other logits processor (argmax for greedy decoding), by inverse-CDF sampling 
 vocabulary). Each sampled token's log-probability log softmax(logits / temperature)[token] is kept from the
 same logits (`Generation.logprobs`): the log-prob under the distribution the token was drawn from, with that
 distribution's entropy (`Generation.entropy`). Positions are cumsum(attention_mask) − 1, as in the trainer's
-forward (rlx.rollout.logprobs.sequence_logprobs), so these equal the trainer's to float rounding
+forward (rlx.forward.logprobs.sequence_logprobs), so these equal the trainer's to float rounding
 (tests/rollout/test_engine.py pins 1e-5), and the update uses them as the sampling policy's old log-probs
 instead of running that forward again (`reuse_logprobs`, rlx.update.prepare).
 

@@ -15,10 +15,10 @@ from rlx.algos.aggregation import seq_mean_token_mean
 from rlx.algos.entropy import AdaptiveEntropy, adaptive_entropy_coef, applied_entropy_coef, entropy_bonus
 from rlx.curriculum.uniform import UniformSampler
 from rlx.data.arithmetic import ArithmeticTask
+from rlx.forward.head import head_logprobs
+from rlx.forward.logprobs import forward_logprobs, trim_padding
 from rlx.models.tiny import build_tiny_llama
 from rlx.models.tokenizer import build_char_tokenizer
-from rlx.rollout.head import head_logprobs
-from rlx.rollout.logprobs import forward_logprobs, trim_padding
 from tests.algos.helpers import bare_module, bare_trainer, compose_algo, off_policy_steps
 from tests.algos.test_micro_batching import FirstCharBelowM, parts  # noqa: F401  (parts: the shared fixture)
 from tests.unit.test_inert import inert

@@ -12,13 +12,13 @@ import torch
 
 from rlx.curriculum.uniform import UniformSampler
 from rlx.data.arithmetic import ArithmeticTask
+from rlx.forward.logprobs import plan_micro_batches, sequence_logprobs, trim_padding
 from rlx.models.parts import Models
 from rlx.models.reference import FrozenReference
 from rlx.models.tiny import build_tiny_llama
 from rlx.models.tokenizer import build_char_tokenizer
 from rlx.rewards.base import Status, Verdict
 from rlx.rollout.collect import RolloutConfig
-from rlx.rollout.logprobs import plan_micro_batches, sequence_logprobs, trim_padding
 from rlx.update import NonFiniteGuard, critic_step, prepare
 from tests.algos.helpers import GradCapture, bare_module, bare_trainer, compose_algo, off_policy_steps, scripted_batch
 

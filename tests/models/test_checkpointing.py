@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 
+from rlx.forward.logprobs import forward_logprobs
 from rlx.models.adapters import Lora
 from rlx.models.loading import load_local
 from rlx.models.tiny import build_tiny_llama
 from rlx.models.tokenizer import build_char_tokenizer
-from rlx.rollout.logprobs import forward_logprobs
 
 IDS = torch.randint(4, 100, (4, 24), generator=torch.Generator().manual_seed(0))
 MASK = torch.ones_like(IDS)

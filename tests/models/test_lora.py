@@ -15,13 +15,13 @@ from transformers import AutoModelForCausalLM
 from rlx.distributed import World
 from rlx.distributed.fsdp import FullyShardedDataParallel
 from rlx.errors import ConfigError
+from rlx.forward.logprobs import forward_logprobs
 from rlx.models.adapters import FullFineTuning, Lora, check_strategy, plain_copy
 from rlx.models.critic import Critic
 from rlx.models.loading import ModelError
 from rlx.models.reference import AdapterReference
 from rlx.models.tiny import build_tiny_llama
 from rlx.models.tokenizer import build_char_tokenizer
-from rlx.rollout.logprobs import forward_logprobs
 
 IDS = torch.tensor([[5, 6, 7, 8, 9, 10], [5, 6, 11, 12, 13, 3]])  # two sequences: prompt of 3, completion of 3
 MASK = torch.ones_like(IDS)

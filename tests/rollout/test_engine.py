@@ -11,9 +11,9 @@ import pytest
 import torch
 
 import rlx.rollout.engine as engine_module
+from rlx.forward.logprobs import sequence_logprobs
 from rlx.rollout.engine import RolloutEngine
 from rlx.rollout.generate import HFGenerate
-from rlx.rollout.logprobs import sequence_logprobs
 
 from .conftest import PROMPTS
 

@@ -1,4 +1,4 @@
-"""The fused LM head + selective log-softmax (rlx.rollout.head): the logits path's values and gradients, without
+"""The fused LM head + selective log-softmax (rlx.forward.head): the logits path's values and gradients, without
 the logits."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import torch
 from peft import LoraConfig, get_peft_model
 from transformers import Gemma2Config, Gemma2ForCausalLM
 
-import rlx.rollout.head as head_module
-import rlx.rollout.logprobs as logprobs_module
+import rlx.forward.head as head_module
+import rlx.forward.logprobs as logprobs_module
+from rlx.forward.head import head_logprobs, split_head
+from rlx.forward.logprobs import forward_logprobs
 from rlx.rollout.engine import RolloutEngine
-from rlx.rollout.head import head_logprobs, split_head
-from rlx.rollout.logprobs import forward_logprobs
 
 from .conftest import PROMPTS
 

@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from rlx.algos.correction import OffPolicySequenceMask, SequenceMIS, SequenceTIS, TokenMIS, TokenTIS
+from rlx.forward.logprobs import sequence_logprobs
 from rlx.rollout.engine import RolloutEngine
-from rlx.rollout.logprobs import sequence_logprobs
 from rlx.rollout.mismatch import mismatch_metrics
 
 from .conftest import PROMPTS

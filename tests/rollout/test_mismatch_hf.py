@@ -8,10 +8,10 @@ import dataclasses
 
 import torch
 
+from rlx.forward.logprobs import sequence_logprobs
 from rlx.rewards.base import Status, Verdict
 from rlx.rollout.collect import to_batch
 from rlx.rollout.generate import HFGenerate
-from rlx.rollout.logprobs import sequence_logprobs
 from rlx.rollout.mismatch import batch_mismatch, mismatch_metrics
 
 from .conftest import PROMPTS

@@ -7,8 +7,8 @@ import copy
 import pytest
 import torch
 
+from rlx.forward.prefix import shared_prefix_logits
 from rlx.rollout.engine import RolloutEngine
-from rlx.rollout.prefix import shared_prefix_logits
 
 from .conftest import PROMPTS
 

@@ -44,7 +44,7 @@ ALGO = [
 @pytest.fixture
 def counted(llama, monkeypatch):
     """(model, tokenizer, forwards): `forwards[id(m.get_decoder())]` counts the forwards through causal LM m's
-    decoder (whether the whole model runs, or the decoder alone under rlx.rollout.head's fused head)."""
+    decoder (whether the whole model runs, or the decoder alone under rlx.forward.head's fused head)."""
     model, tok = llama
     forwards: dict[int, int] = {}
     forward = type(model.get_decoder()).forward

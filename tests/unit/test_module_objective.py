@@ -7,11 +7,11 @@ import pytest
 import torch
 
 from rlx.data.arithmetic import ArithmeticTask
+from rlx.forward.logprobs import selective_log_softmax, sequence_logprobs
 from rlx.models.parts import Models
 from rlx.models.tiny import build_tiny_llama
 from rlx.models.tokenizer import build_char_tokenizer
 from rlx.rollout.collect import RolloutConfig
-from rlx.rollout.logprobs import selective_log_softmax, sequence_logprobs
 from rlx.update import NonFiniteGuard, policy_step, prepare
 from tests.algos.helpers import GradCapture, compose_algo, scripted_batch
 

@@ -18,8 +18,8 @@ from typing import Literal, overload
 import torch
 from torch import Tensor
 
-from rlx.rollout.head import head_logprobs, split_head  # (perf)
-from rlx.rollout.prefix import shared_prefix_logits, shared_prefix_states  # (perf)
+from rlx.forward.head import head_logprobs, split_head  # (perf)
+from rlx.forward.prefix import shared_prefix_logits, shared_prefix_states  # (perf)
 
 
 def plan_micro_batches(lengths: Tensor, micro_batch_size: int | None, micro_batch_tokens: int | None) -> list[Tensor]:
@@ -135,13 +135,13 @@ def forward_logprobs(
     the completion positions (`logits_to_keep`); gradients flow unless the caller disables them. The entropy
     (`with_entropy`) is a metric without gradient unless `entropy_grad` (rlx.algos.entropy's bonus)."""
     # (perf) rows that share a prompt (a group) run it once: the same logits and gradient as one forward over
-    # the full rows (rlx.rollout.prefix, tests/rollout/test_prefix.py); positions are cumsum(mask) − 1 there too.
+    # the full rows (rlx.forward.prefix, tests/rollout/test_prefix.py); positions are cumsum(mask) − 1 there too.
     targets = input_ids[:, -response_width:]  # [n, T]
     head = split_head(model)
     if head is None:
         logits = shared_prefix_logits(model, input_ids, attention_mask, response_width)  # [n, T, V]
         return selective_log_softmax(logits, targets, temperature, with_entropy=with_entropy, entropy_grad=entropy_grad)
-    # (perf) the LM head fused with the log-softmax, a chunk of positions at a time (rlx.rollout.head)
+    # (perf) the LM head fused with the log-softmax, a chunk of positions at a time (rlx.forward.head)
     states = shared_prefix_states(model, head.decoder, input_ids, attention_mask, response_width)  # [n, T, H]
     flat = (states.flatten(0, 1), head.weight, targets.flatten())  # [n·T, H], [V, H], [n·T]
     logp, entropy = head_logprobs(*flat, temperature, with_entropy, entropy_grad)

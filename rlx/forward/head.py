@@ -151,7 +151,7 @@ class _HeadLogProbs(torch.autograd.Function):
         grad_weight = torch.zeros(weight.shape, dtype=grad_logp.dtype, device=weight.device) if want_weight else None
         kept, ctx.kept = ctx.kept, None  # the kept logits become the gradient in place: one backward only
         if kept is None and ctx.keeps:
-            raise RuntimeError("a second backward through rlx.rollout.head's fused head, whose logits are spent")
+            raise RuntimeError("a second backward through rlx.forward.head's fused head, whose logits are spent")
         for i, part in enumerate(_chunks(hidden.shape[0], weight.shape[0])):
             g = grad_logp[part, None] / temperature  # [c, 1]
             z = kept[i] if kept is not None else _scaled_logits(hidden[part], weight, temperature)  # [c, V]

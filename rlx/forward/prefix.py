@@ -8,7 +8,7 @@ Cost: K·P + N·T tokens through the model instead of N·(P + T). On the embedde
 completions, prompts of 6–7 tokens, completions of ≤ 4) that is 2× fewer; with short prompts and long
 completions it saves little.
 
-Positions are cumsum(attention_mask) − 1 over the whole row, as in rlx.rollout.logprobs. Without shared
+Positions are cumsum(attention_mask) − 1 over the whole row, as in rlx.forward.logprobs. Without shared
 prompts, under gradient checkpointing and for float64 models it is one plain forward (`shares_prompts`).
 """
 
@@ -45,7 +45,7 @@ def shared_prefix_logits(model, input_ids: Tensor, attention_mask: Tensor, respo
 
 def shared_prefix_states(model, decoder, input_ids: Tensor, attention_mask: Tensor, response_width: int) -> Tensor:
     """The decoder's final hidden states [n, T, H] at the positions that predict completion tokens 0..T−1 (what
-    `shared_prefix_logits` multiplies by the LM head; `decoder` is the model's, rlx.rollout.head.split_head)."""
+    `shared_prefix_logits` multiplies by the LM head; `decoder` is the model's, rlx.forward.head.split_head)."""
     return _shared_prefix(model, decoder, "last_hidden_state", input_ids, attention_mask, response_width)
 
 
