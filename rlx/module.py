@@ -12,7 +12,6 @@ One training step reads top to bottom:
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -38,24 +37,14 @@ from rlx.distributed import (
 from rlx.errors import ConfigError
 from rlx.models.parts import Models
 from rlx.models.reference import FrozenReference
-from rlx.rewards.base import Status
+from rlx.module_state import Stateful, load_state, save_state
 from rlx.rollout.batch import RolloutBatch
-from rlx.rollout.collect import RolloutConfig, collect
+from rlx.rollout.collect import RolloutConfig, RolloutStats, collect
 from rlx.rollout.engine import Generator
 from rlx.rollout.held_out import append_records, held_out_records, held_out_verdicts, passed
-from rlx.rollout.mismatch import batch_mismatch
+from rlx.samples import append_samples, reference_fields
+from rlx.step_log import step_metrics
 from rlx.update import NonFiniteGuard, prepare, update
-
-
-def length_by_outcome(lengths, statuses: list[str], valid) -> dict:
-    """rollout/length_pass and rollout/length_fail: mean completion length (tokens, eos included) of the
-    completions that passed and of the scored ones that did not; NaN for a side with no completion (a mean of
-    nothing), so both columns exist from the first step."""
-    passed = torch.tensor([s == Status.PASS.value for s in statuses], device=lengths.device)  # [N]
-    out = {}
-    for name, rows in (("pass", passed & valid), ("fail", ~passed & valid)):
-        out[f"rollout/length_{name}"] = lengths[rows].float().mean() if rows.any() else torch.tensor(float("nan"))
-    return out
 
 
 class StepTicker(IterableDataset):
@@ -269,41 +258,10 @@ class RLModule(LightningModule):
         return schedule
 
     # ---------------------------------------------------------------- logging
-    def log_step(self, batch: RolloutBatch, stats, losses: dict[str, float], step: int) -> None:
-        valid = batch.valid  # scored samples (INFRA excluded); truncated ones count here even if filtered out
-        mask = batch.response_mask.float()
-        assert batch.advantages is not None and batch.sample_mask is not None, "log_step needs a prepared batch"
-        adv = batch.advantages[batch.loss_mask() > 0]  # every trained response token
-        if adv.numel() == 0:
-            adv = torch.zeros(1, device=batch.rewards.device)
-        n = max(1, len(batch.statuses))
-        metrics = {
-            "reward/mean": batch.rewards[valid].mean() if valid.any() else torch.tensor(0.0),
-            "reward/zero_std_frac": stats.zero_std_groups / max(1, stats.groups_generated),
-            "reward/zero_std_frac_batch": stats.batch_zero_std_groups / max(1, stats.batch_groups),
-            "reward/infra_frac": stats.status_counts.get(Status.INFRA.value, 0)
-            / max(1, sum(stats.status_counts.values())),
-            "adv/mean": adv.mean(),
-            "adv/std": adv.std(unbiased=False),
-            "rollout/length_mean": mask.sum(-1).mean(),
-            "rollout/truncated_frac": batch.truncated.float().mean(),
-            "rollout/tok_per_s": stats.tokens / max(stats.seconds, 1e-9),
-            "rollout/seconds": stats.seconds,
-            "rollout/rounds": float(stats.rounds),
-            "time/generate": stats.generate_seconds,  # (perf) wall time inside the rollout engine
-            "time/score": stats.score_seconds,  # (perf) time inside the reward, overlapping generation
-            **stats.engine,  # the engine's own timings (rollout=vllm: time/weight_sync)
-            "optim/lr": self.schedule().get_last_lr()[0],
-            "train/skipped_updates": float(self.guard.skipped),
-            "train/trained_frac": batch.sample_mask.float().mean(),
-            **{f"reward/{k}": v[valid].float().mean() for k, v in batch.components.items() if valid.any()},
-            # every status, 0 when absent: metrics.csv's columns do not come and go
-            **{f"reward/status_{s.value.lower()}": sum(1 for x in batch.statuses if x == s.value) / n for s in Status},
-            **self.sampler.metrics(),
-            **losses,
-            **length_by_outcome(mask.sum(-1), batch.statuses, valid),
-            **batch_mismatch(batch),  # rollout/logprob_abs_diff_*, rollout/mismatch_*
-        }
+    def log_step(self, batch: RolloutBatch, stats: RolloutStats, losses: dict[str, float], step: int) -> None:
+        """The step's metrics (rlx.step_log) to the loggers: metrics.csv's row."""
+        optim = {"optim/lr": self.schedule().get_last_lr()[0], "train/skipped_updates": float(self.guard.skipped)}
+        metrics = step_metrics(batch, stats, losses, optim, self.sampler.metrics())
         # (perf) to the loggers and callback_metrics directly: Lightning's self.log costs 10 ms a step here
         # (rlx.callbacks.step_metrics); Lightning's own progress bar, when enabled, still gets the three it shows
         publish_step_metrics(self.trainer, metrics, step)
@@ -311,40 +269,12 @@ class RLModule(LightningModule):
         self.log_dict(shown, on_step=True, prog_bar=True, logger=False, batch_size=1)
 
     def write_samples(self, batch: RolloutBatch, step: int, ranks: list[int]) -> None:
-        """Every `samples_every` steps, `samples_per_step` completions spread over the batch's prompts (the
-        first completion of each prompt, then the second, ...), each with the row fields the reward checks it
-        against (`reference`: e.g. `answer` for math, `tests` for unit_tests). `ranks[i]`: the rank that trained
-        row i; rank 0 alone writes (the batch holds every rank's rows)."""
+        """Every `samples_every` steps, `samples_per_step` completions to samples.jsonl (rlx.samples); `ranks[i]`:
+        the rank that trained row i; rank 0 alone writes (the batch holds every rank's rows)."""
         if self.samples_path is None or step % self.samples_every or not World.current().is_zero:
             return
-        rows = self.task.train
-        # a reward whose row fields hold expected values the policy must never see (unit tests) lists the safe ones
-        fields = tuple(getattr(self.reward, "sample_fields", getattr(self.reward, "required_fields", ())))
-        prompts = [int(p) for p in batch.prompt_index]
-        rank: list[int] = []  # rank[i]: how many earlier completions share completion i's prompt
-        seen: dict[int, int] = {}
-        for p in prompts:
-            rank.append(seen.get(p, 0))
-            seen[p] = rank[-1] + 1
-        picked = sorted(range(len(prompts)), key=lambda i: (rank[i], i))[: self.samples_per_step]
-        with self.samples_path.open("a", encoding="utf-8") as out:
-            for i in picked:
-                row = rows[prompts[i]]
-                out.write(
-                    json.dumps(
-                        {
-                            "step": step,
-                            "prompt": row["prompt"],
-                            "completion": batch.completions[i],
-                            "reference": {f: row[f] for f in fields if f in row},
-                            "reward": float(batch.rewards[i]),
-                            "status": batch.statuses[i],
-                            "rank": ranks[i],
-                        },
-                        default=str,
-                    )
-                    + "\n"
-                )
+        fields = reference_fields(self.reward)
+        append_samples(self.samples_path, batch, step, ranks, self.task.train, fields, self.samples_per_step)
 
     # ---------------------------------------------------------------- held-out evaluation
     def on_validation_start(self) -> None:
@@ -385,26 +315,14 @@ class RLModule(LightningModule):
         self.log_dict(results, sync_dist=True)  # equal on every rank: the sync averages equal values
 
     # ---------------------------------------------------------------- checkpoints
-    # Lightning saves the weights, optimisers, schedules and step; the module adds what it alone holds. The
-    # global RNGs need no saving: every RL step reseeds them from (seed, step) (rlx.callbacks.checkpoint).
+    # Lightning saves the weights, optimisers, schedules and step; the module adds what it alone holds
+    # (rlx.module_state).
+    def stateful_parts(self) -> dict[str, Stateful]:
+        return {"sampler": self.sampler, "advantage": self.advantage, "guard": self.guard, "entropy": self.algo.entropy}
+
     def on_save_checkpoint(self, checkpoint: dict) -> None:
-        checkpoint["rlx"] = {
-            "sampler": self.sampler.state_dict(),  # the curriculum: its own RNG, position, estimates
-            "advantage": self.advantage.state_dict(),  # e.g. the running-mean baseline
-            "before": self.before_metrics,
-            "guard": {"skipped": self.guard.skipped, "in_row": dict(self.guard.in_row)},  # non-finite updates
-            "entropy": self.algo.entropy.state_dict(),  # entropy=adaptive: its coefficient and last measurement
-        }
-        if self.algo.ref_sync_steps is not None and self.reference is not None:  # no longer the starting policy
-            checkpoint["rlx"]["reference"] = self.reference.model.state_dict()
+        refreshed = self.reference if self.algo.ref_sync_steps is not None else None  # no longer the start policy
+        checkpoint["rlx"] = save_state(self.stateful_parts(), self.before_metrics, refreshed)
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
-        state = checkpoint["rlx"]
-        self.sampler.load_state_dict(state["sampler"])
-        self.advantage.load_state_dict(state["advantage"])
-        self.before_metrics = state["before"]
-        self.guard.skipped = state["guard"]["skipped"]
-        self.guard.in_row.update(state["guard"]["in_row"])
-        self.algo.entropy.load_state_dict(state.get("entropy", {}))  # (checkpoints from before the entropy group)
-        if "reference" in state and self.reference is not None:
-            self.reference.model.load_state_dict(state["reference"])
+        self.before_metrics = load_state(checkpoint["rlx"], self.stateful_parts(), self.reference)

@@ -72,6 +72,13 @@ class NonFiniteGuard:
             )
         return False
 
+    def state_dict(self) -> dict:
+        return {"skipped": self.skipped, "in_row": dict(self.in_row)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.skipped = state["skipped"]
+        self.in_row.update(state["in_row"])
+
 
 def needs_old_logp(algo) -> bool:
     """The sampling policy's log-probs are needed (the rollout engine's, or else a forward) unless the only

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from rlx.curriculum.uniform import UniformSampler
-from rlx.module import length_by_outcome
 from rlx.rewards.base import Status
+from rlx.step_log import length_by_outcome
 
 # The shrunk default run's header (`python -m rlx` with tests/conftest.py's ONE_STEP and FAST_MODEL): a new or
 # renamed metric changes it here, on purpose. Wall-clock columns are included; their values are not compared.
