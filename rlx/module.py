@@ -44,7 +44,7 @@ from rlx.rollout.engine import Generator
 from rlx.rollout.held_out import append_records, held_out_records, held_out_verdicts, passed
 from rlx.samples import append_samples, reference_fields
 from rlx.step_log import step_metrics
-from rlx.update import NonFiniteGuard, prepare, update
+from rlx.update import NonFiniteGuard, Optimisation, prepare, update
 
 
 class StepTicker(IterableDataset):
@@ -234,16 +234,10 @@ class RLModule(LightningModule):
         # Train mode, where transformers' gradient checkpointing and LoRA's adapter dropout act; the model's own
         # dropout was switched off at load (rlx.models.loading.disable_dropout), so the ratio stays exactly 1.
         self.policy.train()
-        losses = update(
-            batch,
-            self.algo,
-            self.policy,
-            optimizer,
-            self.critic,
-            critic_optimizer[0] if critic_optimizer else None,
-            self.manual_backward,
-            self.guard,
+        optimisation = Optimisation(
+            optimizer, self.manual_backward, self.guard, critic_optimizer[0] if critic_optimizer else None
         )
+        losses = update(batch, self.algo, self.models, optimisation)
         counted = self.optimizers()
         counted = counted[0] if isinstance(counted, list) else counted
         counted.zero_grad(set_to_none=True)

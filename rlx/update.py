@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import torch
+from torch import Tensor
 
 from rlx.algos.aggregation import token_mean
-from rlx.algos.objective import objective, per_token_rewards
+from rlx.algos.objective import LossTerms, TokenInputs, objective, per_token_rewards
 from rlx.algos.token_select import TokenSelection
 from rlx.distributed import World, average_gradients, global_weights
 from rlx.errors import RlxError
@@ -172,9 +174,19 @@ def prepare(batch: RolloutBatch, algo, advantage, models: Models) -> tuple[Rollo
     return replace(batch, advantages=advantages, returns=returns), metrics
 
 
-def update(
-    batch: RolloutBatch, algo, policy, optimizer, critic, critic_optimizer, backward, guard: NonFiniteGuard
-) -> dict[str, float]:
+@dataclass(frozen=True)
+class Optimisation:
+    """How the update applies its gradients: the policy's plain torch optimiser (and the critic's), the backward
+    run on each micro-batch's loss (Lightning's manual_backward in the RLModule), and the guard that skips an
+    optimiser step whose loss or gradient is not finite."""
+
+    policy: torch.optim.Optimizer
+    backward: Callable[[Tensor], None]
+    guard: NonFiniteGuard
+    critic: torch.optim.Optimizer | None = None  # with a critic (PPO): its optimiser
+
+
+def update(batch: RolloutBatch, algo, models: Models, optimisation: Optimisation) -> dict[str, float]:
     """algo.update_epochs passes over the batch in algo.minibatches shuffled minibatches, one policy (and
     critic) optimiser step per minibatch. Returns each metric's mean over the steps."""
     n = batch.input_ids.shape[0]
@@ -184,9 +196,9 @@ def update(
         order = torch.randperm(n, device=batch.input_ids.device)
         for rows in order.tensor_split(algo.minibatches):  # exactly `minibatches` steps, on every rank
             mb = batch.select(rows)
-            metrics = policy_step(mb, algo, policy, optimizer, backward, guard)
-            if critic is not None:
-                metrics.update(critic_step(mb, algo, critic, critic_optimizer, backward, guard))
+            metrics = policy_step(mb, algo, models.policy, optimisation)
+            if models.critic is not None:
+                metrics.update(critic_step(mb, algo, models.critic, optimisation))
             for key, value in metrics.items():
                 totals[key] += float(value)
             steps += 1
@@ -199,7 +211,7 @@ def micro_batches(mb: RolloutBatch, algo):
         yield (rows, *trim_padding(mb.input_ids[rows], mb.attention_mask[rows], mb.response_width))
 
 
-def policy_step(mb: RolloutBatch, algo, policy, optimizer, backward, guard: NonFiniteGuard) -> dict:
+def policy_step(mb: RolloutBatch, algo, policy, optimisation: Optimisation) -> dict:
     """One optimiser step of the policy on minibatch `mb`: the objective's gradient accumulated over its
     micro-batches, clipped to algo.max_grad_norm, applied unless non-finite."""
     advantages = mb.advantages  # [n, T]
@@ -212,6 +224,8 @@ def policy_step(mb: RolloutBatch, algo, policy, optimizer, backward, guard: NonF
     selection = algo.token_select(mb.entropy, mb.old_logp, advantages, mask)  # of the whole minibatch, or None
     bonus = algo.entropy.active  # an entropy bonus: π_θ's entropy with its gradient (rlx.algos.entropy)
     entropy_coef = algo.entropy.coefficient()  # [] one coefficient for every micro-batch of this step
+    terms = LossTerms(algo.policy_loss, kl, kl_coef, entropy_coef)
+    optimizer = optimisation.policy
     sums: dict[str, torch.Tensor] = {}
     optimizer.zero_grad(set_to_none=True)
     for rows, ids, attention, width in micro_batches(mb, algo):
@@ -220,26 +234,20 @@ def policy_step(mb: RolloutBatch, algo, policy, optimizer, backward, guard: NonF
         with_entropy = mb.old_logp is None and not engine_entropy(mb, algo.temperature)
         logp, entropy = forward_logprobs(policy, ids, attention, width, algo.temperature, with_entropy, bonus)
         old_logp = mb.old_logp[cut] if mb.old_logp is not None else logp.detach()  # [m, T']
-        ref_logp = mb.ref_logp[cut] if mb.ref_logp is not None else None  # [m, T']
         sampler_logp = mb.sampler_logp[cut] if mb.sampler_logp is not None else old_logp  # [m, T'] μ
-        correction = algo.rollout_correction(logp.detach(), old_logp, sampler_logp, advantages[cut], mask[cut])
-        loss, metrics = objective(
-            logp,
+        tokens = TokenInputs(
             old_logp,
-            ref_logp,
             advantages[cut],
             mask[cut],
             weights[cut],
             token_weights[cut],
-            algo.policy_loss,
-            kl,
-            kl_coef,
-            TokenSelection(selection.keep[cut], selection.penalty[cut]) if selection is not None else None,
-            correction,  # [m, T'] π_old / μ based (rlx.algos.correction); PPO's ratio stays π_θ / π_old
-            entropy if bonus else None,  # [m, T'] with gradient
-            entropy_coef,
+            ref_logp=mb.ref_logp[cut] if mb.ref_logp is not None else None,  # [m, T']
+            selection=TokenSelection(selection.keep[cut], selection.penalty[cut]) if selection is not None else None,
+            # [m, T'] π_old / μ based (rlx.algos.correction); PPO's ratio stays π_θ / π_old
+            correction=algo.rollout_correction(logp.detach(), old_logp, sampler_logp, advantages[cut], mask[cut]),
         )
-        backward(loss)
+        loss, metrics = objective(logp, tokens, terms, entropy if bonus else None)  # entropy [m, T'] with gradient
+        optimisation.backward(loss)
         metrics["loss"] = loss.detach()
         if with_entropy and entropy is not None:
             metrics["policy/entropy"] = (entropy.detach() * token_weights[cut]).sum()
@@ -255,13 +263,13 @@ def policy_step(mb: RolloutBatch, algo, policy, optimizer, backward, guard: NonF
         algo.entropy.observe(float(sums["loss/entropy"]))
     average_gradients(world, policy.parameters())  # several ranks: one all-reduce per optimiser step
     norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), algo.max_grad_norm)
-    if guard.allows("policy", loss, norm):
+    if optimisation.guard.allows("policy", loss, norm):
         optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     return {**sums, "optim/grad_norm": norm}
 
 
-def critic_step(mb: RolloutBatch, algo, critic, optimizer, backward, guard: NonFiniteGuard) -> dict:
+def critic_step(mb: RolloutBatch, algo, critic, optimisation: Optimisation) -> dict:
     """One optimiser step of the critic on the value loss (a token mean over the minibatch), micro-batched
     like the policy's."""
     old_values, returns = mb.values, mb.returns  # [n, T] each
@@ -270,16 +278,18 @@ def critic_step(mb: RolloutBatch, algo, critic, optimizer, backward, guard: NonF
     world = World.current()
     token_weights = global_weights(world, token_mean, mask)  # [n, T]
     loss = torch.zeros((), dtype=mask.dtype, device=mask.device)
+    optimizer = optimisation.critic
+    assert optimizer is not None, "a critic comes with its optimiser (Optimisation.critic)"
     optimizer.zero_grad(set_to_none=True)
     for rows, ids, attention, width in micro_batches(mb, algo):
         cut = (rows, slice(0, width))
         values = critic(ids, attention, width)  # [m, T']
         part = (algo.critic.loss(values, old_values[cut], returns[cut]) * token_weights[cut]).sum()  # []
-        backward(part)
+        optimisation.backward(part)
         loss = loss + part.detach()
     average_gradients(world, critic.parameters())
     norm = torch.nn.utils.clip_grad_norm_(critic.parameters(), algo.critic.max_grad_norm)
-    if guard.allows("critic", loss, norm):
+    if optimisation.guard.allows("critic", loss, norm):
         optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     return {"loss/value": loss, "optim/critic_grad_norm": norm, "critic/value_mean": (mb.values * token_weights).sum()}

@@ -6,6 +6,7 @@ Shapes: N sequences (of a minibatch, or of one micro-batch of it), T completion 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -35,21 +36,34 @@ def per_token_rewards(scores: Tensor, response_mask: Tensor, kl: Tensor | None, 
     return rewards
 
 
+@dataclass(frozen=True)
+class TokenInputs:
+    """A slice's (a minibatch's, or one micro-batch's rows of it) per-token inputs to the objective, [N, T]
+    each, without gradient."""
+
+    old_logp: Tensor  # log π_old, the sampling policy's
+    advantages: Tensor
+    mask: Tensor  # 1 on trained completion tokens
+    weights: Tensor  # aggregation weights, computed from the whole minibatch's mask
+    token_weights: Tensor  # mask / (the minibatch's token count)
+    ref_logp: Tensor | None = None  # log π_ref; None: no reference, no KL term
+    selection: TokenSelection | None = None  # this slice's rows of the minibatch's token selection (token_select)
+    correction: Tensor | None = None  # the rollout correction's weight c on ℓ (rlx.algos.correction); None: c = 1
+
+
+@dataclass(frozen=True)
+class LossTerms:
+    """What the objective is made of: the policy loss ℓ (conf/policy_loss), the KL estimator (conf/kl; None
+    without a reference) and its coefficient in the loss, and the entropy bonus's coefficient."""
+
+    policy_loss: Callable[..., PolicyLoss]
+    kl: Callable[[Tensor, Tensor, Tensor], Tensor] | None = None
+    kl_coef: float = 0.0  # β when the KL is placed in the loss; 0 with the KL in the reward (then only measured)
+    entropy_coef: float = 0.0  # c of the entropy bonus for this optimiser step (the same for every micro-batch)
+
+
 def objective(
-    logp: Tensor,
-    old_logp: Tensor,
-    ref_logp: Tensor | None,
-    advantages: Tensor,
-    mask: Tensor,
-    weights: Tensor,
-    token_weights: Tensor,
-    policy_loss: Callable[..., PolicyLoss],
-    kl: Callable[[Tensor, Tensor, Tensor], Tensor] | None,
-    kl_coef: float,
-    selection: TokenSelection | None = None,
-    correction: Tensor | None = None,
-    entropy: Tensor | None = None,
-    entropy_coef: float = 0.0,
+    logp: Tensor, tokens: TokenInputs, terms: LossTerms, entropy: Tensor | None = None
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """The loss minimised by every preset, and its metrics:
 
@@ -66,25 +80,24 @@ def objective(
     exactly the minibatch's loss and metrics.
 
     Args:
-        logp: [N, T] log π_θ (with gradient); old_logp: [N, T] the sampling policy's; ref_logp: [N, T] or None.
-        advantages, mask: [N, T] (mask: 1 on trained completion tokens).
-        weights: [N, T] aggregation weights; token_weights: [N, T] mask / (the minibatch's token count).
-        selection: this slice's rows of the minibatch's token selection (token_select): ℓ_t ← keep_t·ℓ_t +
+        logp: [N, T] log π_θ (with gradient).
+        tokens: the slice's per-token inputs (TokenInputs). `tokens.selection`: ℓ_t ← keep_t·ℓ_t +
             penalty_t·|log ρ_t|; None: every token as it is. Adds loss/kept_frac (the share of tokens kept).
-        correction: [N, T] the rollout correction's weight c on ℓ (rlx.algos.correction: built from π_old and
-            the sampler's μ, detached), or None (c = 1). Masked tokens (c = 0) still count in the aggregation's
-            normaliser, as in the formulas of TIS, MIS and DeepSeek-V3.2.
-        entropy: [N, T] π_θ's entropy with its gradient (rlx.algos.entropy), or None (no bonus); entropy_coef: its
-            coefficient c for this optimiser step (the same for every micro-batch). Adds loss/entropy_bonus
-            (c · Σ w·keep·H, what is subtracted) and loss/entropy (Σ token_weights·keep·H: the token mean over
-            the trained tokens once divided by loss/kept_frac, which the update does).
+            `tokens.correction`: c, built from π_old and the sampler's μ, detached; masked tokens (c = 0) still
+            count in the aggregation's normaliser, as in the formulas of TIS, MIS and DeepSeek-V3.2.
+        terms: the policy loss, the KL estimator and the coefficients (LossTerms).
+        entropy: [N, T] π_θ's entropy with its gradient (rlx.algos.entropy), or None (no bonus). Adds
+            loss/entropy_bonus (c · Σ w·keep·H, what is subtracted) and loss/entropy (Σ token_weights·keep·H: the
+            token mean over the trained tokens once divided by loss/kept_frac, which the update does).
     Returns: loss (a scalar contribution), metrics (scalar contributions, detached):
         loss/policy, loss/kl (when ref_logp is given), loss/clipfrac (= low + high), loss/clipfrac_low,
         loss/clipfrac_high, loss/approx_kl_k1 = mean(log π_old − log π_θ), loss/approx_kl = mean(ρ − 1 − log ρ)
         (k3, as cleanrl's approx_kl; both estimate KL(π_old ‖ π_θ), token means); with a correction,
         loss/correction_weight_mean (token mean of c) and loss/correction_masked_frac (c = 0).
     """
-    out = policy_loss(logp, old_logp, advantages, mask)  # [N, T] each
+    old_logp, weights, token_weights = tokens.old_logp, tokens.weights, tokens.token_weights  # [N, T] each
+    selection, correction = tokens.selection, tokens.correction
+    out = terms.policy_loss(logp, old_logp, tokens.advantages, tokens.mask)  # [N, T] each
     token_loss = out.loss if correction is None else out.loss * correction  # [N, T] c · ℓ
     if selection is not None:  # token_select: drop some tokens' gradient, or pull some back to π_old
         token_loss = selection.keep * token_loss + selection.penalty * (logp - old_logp).abs()  # [N, T]
@@ -95,16 +108,16 @@ def objective(
         metrics["loss/kept_frac"] = (selection.keep * token_weights).sum().detach()
     if entropy is not None:  # the entropy bonus on the policy term's tokens and aggregation (rlx.algos.entropy)
         keep = selection.keep if selection is not None else 1.0  # [N, T] or 1
-        bonus = entropy_bonus(entropy, weights * keep, entropy_coef)  # []
+        bonus = entropy_bonus(entropy, weights * keep, terms.entropy_coef)  # []
         loss = loss - bonus
         metrics["loss/entropy_bonus"] = bonus.detach()
         metrics["loss/entropy"] = (entropy.detach() * token_weights * keep).sum()
-    if ref_logp is not None:
-        assert kl is not None, "a reference's log-probs come with its KL estimator"
-        kl_mat = kl(logp, ref_logp, old_logp)  # [N, T]
+    if tokens.ref_logp is not None:
+        assert terms.kl is not None, "a reference's log-probs come with its KL estimator"
+        kl_mat = terms.kl(logp, tokens.ref_logp, old_logp)  # [N, T]
         kl_term = (kl_mat * weights).sum()  # []
-        if kl_coef:
-            loss = loss + kl_coef * kl_term
+        if terms.kl_coef:
+            loss = loss + terms.kl_coef * kl_term
         metrics["loss/kl"] = kl_term.detach()
     with torch.no_grad():
         log_ratio = logp - old_logp  # [N, T] log ρ

@@ -108,7 +108,7 @@ def off_policy_steps(model, batch: RolloutBatch, algo, advantage, reference=None
     them. Returns (the last step's metrics, its gradient [P], the minibatch)."""
     from dataclasses import replace
 
-    from rlx.update import NonFiniteGuard, policy_step, prepare
+    from rlx.update import NonFiniteGuard, Optimisation, policy_step, prepare
 
     prepared, _ = prepare(batch, algo, advantage, Models(model, reference))
     mb = prepared.select(torch.tensor([0, 2, 3, 5, 6, 7, 8, 11]))
@@ -118,5 +118,5 @@ def off_policy_steps(model, batch: RolloutBatch, algo, advantage, reference=None
     torch.manual_seed(0)  # Clip-Cov's random choice, the same in every call
     metrics: dict = {}
     for _ in range(steps):
-        metrics = policy_step(mb, algo, model, optimizer, lambda loss: loss.backward(), NonFiniteGuard(1))
+        metrics = policy_step(mb, algo, model, Optimisation(optimizer, lambda loss: loss.backward(), NonFiniteGuard(1)))
     return metrics, optimizer.grads[-1], mb

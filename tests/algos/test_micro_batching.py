@@ -19,7 +19,7 @@ from rlx.models.tiny import build_tiny_llama
 from rlx.models.tokenizer import build_char_tokenizer
 from rlx.rewards.base import Status, Verdict
 from rlx.rollout.collect import RolloutConfig
-from rlx.update import NonFiniteGuard, critic_step, prepare
+from rlx.update import NonFiniteGuard, Optimisation, critic_step, prepare
 from tests.algos.helpers import GradCapture, bare_module, bare_trainer, compose_algo, off_policy_steps, scripted_batch
 
 SPLITS = [["algo.micro_batch_size=3"], ["algo.micro_batch_size=1"], ["algo.micro_batch_tokens=24"]]
@@ -140,7 +140,9 @@ def test_value_loss_and_gradient_are_unchanged_by_micro_batching(parts, cfg_fact
         mb = prepared.select(torch.arange(10))
         mb = replace(mb, values=mb.values + 0.3)  # old values off, so the value clip acts
         optimizer = GradCapture(critic.parameters())
-        metrics = critic_step(mb, algo, critic, optimizer, lambda loss: loss.backward(), NonFiniteGuard(1))
+        unused = GradCapture(model.parameters())  # the policy's: critic_step steps the critic's alone
+        steps = Optimisation(unused, lambda loss: loss.backward(), NonFiniteGuard(1), critic=optimizer)
+        metrics = critic_step(mb, algo, critic, steps)
         results.append((metrics, optimizer.grads[0]))
     (whole, grad_whole), (parts_, grad_parts) = results
     assert abs(float(whole["loss/value"]) - float(parts_["loss/value"])) < 1e-10

@@ -23,7 +23,7 @@ from rlx.algos.correction import (
     token_tis,
 )
 from rlx.models.parts import Models
-from rlx.update import NonFiniteGuard, policy_step, prepare
+from rlx.update import NonFiniteGuard, Optimisation, policy_step, prepare
 from tests.algos.helpers import GradCapture, compose_algo
 from tests.algos.test_micro_batching import SPLITS, parts  # noqa: F401  (the float64 fixture)
 from tests.conftest import options
@@ -127,7 +127,7 @@ def test_corrected_loss_and_gradient_are_unchanged_by_micro_batching(parts, cfg_
         shift = torch.linspace(-0.8, 0.8, prepared.old_logp.numel(), dtype=torch.float64).view_as(prepared.old_logp)
         mb = replace(prepared, sampler_logp=prepared.old_logp + shift)
         optimizer = GradCapture(model.parameters())
-        metrics = policy_step(mb, algo, model, optimizer, lambda loss: loss.backward(), NonFiniteGuard(1))
+        metrics = policy_step(mb, algo, model, Optimisation(optimizer, lambda loss: loss.backward(), NonFiniteGuard(1)))
         results.append((metrics, optimizer.grads[0]))
     (whole, grad_whole), (parts_, grad_parts) = results
     assert whole["loss/correction_weight_mean"] != 1.0  # the correction acted
@@ -146,7 +146,7 @@ def test_no_correction_leaves_the_loss_bit_for_bit(parts, cfg_factory):  # noqa:
     losses = []
     for mb in (prepared, replace(prepared, sampler_logp=prepared.old_logp + shift)):
         metrics = policy_step(
-            mb, algo, model, GradCapture(model.parameters()), lambda x: x.backward(), NonFiniteGuard(1)
+            mb, algo, model, Optimisation(GradCapture(model.parameters()), lambda x: x.backward(), NonFiniteGuard(1))
         )
         losses.append(float(metrics["loss/policy"]))
     assert losses[0] == losses[1]

@@ -213,7 +213,7 @@ def rlx_update(preset: str, world: World, fsdp: bool = False) -> dict:
     from rlx.models.tiny import build_tiny_llama
     from rlx.models.tokenizer import build_char_tokenizer
     from rlx.rollout.collect import RolloutConfig
-    from rlx.update import NonFiniteGuard, prepare, update
+    from rlx.update import NonFiniteGuard, Optimisation, prepare, update
     from tests.algos.helpers import scripted_batch
     from tests.conftest import compose_config
 
@@ -253,9 +253,8 @@ def rlx_update(preset: str, world: World, fsdp: bool = False) -> dict:
         prepared, metrics = prepare(shard.batch, algo, advantage, Models(model, reference, critic))
     optimizer = algo.optimizer(model.parameters())
     critic_optimizer = algo.critic.optimizer(critic.parameters()) if critic is not None else None
-    losses = update(
-        prepared, algo, model, optimizer, critic, critic_optimizer, lambda loss: loss.backward(), NonFiniteGuard(10)
-    )
+    optimisation = Optimisation(optimizer, lambda loss: loss.backward(), NonFiniteGuard(10), critic_optimizer)
+    losses = update(prepared, algo, Models(model, reference, critic), optimisation)
     metrics = mean_over_ranks(world, {**metrics, **losses})
     out = {
         "params": flat(model),

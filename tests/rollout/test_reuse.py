@@ -120,9 +120,9 @@ def test_one_update_per_batch_takes_the_engines_entropy_and_its_forward_computes
         update_module.policy_step,
         algo=algo,
         policy=copy.deepcopy(model).train(),
-        optimizer=torch.optim.SGD(model.parameters(), lr=0.0),
-        backward=lambda loss: loss.backward(),
-        guard=update_module.NonFiniteGuard(3),
+        optimisation=update_module.Optimisation(
+            torch.optim.SGD(model.parameters(), lr=0.0), lambda loss: loss.backward(), update_module.NonFiniteGuard(3)
+        ),
     )
     assert "policy/entropy" not in step(prepared) and asked and not any(asked)
     asked.clear()

@@ -12,7 +12,7 @@ from rlx.models.parts import Models
 from rlx.models.tiny import build_tiny_llama
 from rlx.models.tokenizer import build_char_tokenizer
 from rlx.rollout.collect import RolloutConfig
-from rlx.update import NonFiniteGuard, policy_step, prepare
+from rlx.update import NonFiniteGuard, Optimisation, policy_step, prepare
 from tests.algos.helpers import GradCapture, compose_algo, scripted_batch
 
 
@@ -47,7 +47,7 @@ def batch_gradient(parts, cfg_factory, rewards, rows_to_keep=None):
     if rows_to_keep is not None:
         batch = batch.select(torch.tensor(rows_to_keep))
     optimizer = GradCapture(model.parameters())
-    policy_step(batch, algo, model, optimizer, lambda loss: loss.backward(), NonFiniteGuard(1))
+    policy_step(batch, algo, model, Optimisation(optimizer, lambda loss: loss.backward(), NonFiniteGuard(1)))
     return optimizer.grads[0]
 
 
