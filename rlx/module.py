@@ -13,7 +13,9 @@ One training step reads top to bottom:
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from lightning.pytorch import LightningModule
@@ -23,6 +25,8 @@ from torch.utils.data import DataLoader, IterableDataset
 
 from rlx.algos.spec import Algorithm
 from rlx.callbacks.step_metrics import publish_step_metrics
+from rlx.curriculum.base import PromptSampler
+from rlx.data.task import Task
 from rlx.distributed import (
     EvalTally,
     HeldWeights,
@@ -36,8 +40,8 @@ from rlx.distributed import (
 )
 from rlx.errors import ConfigError
 from rlx.models.parts import Models
-from rlx.models.reference import FrozenReference
 from rlx.module_state import Stateful, load_state, save_state
+from rlx.rewards.base import Reward
 from rlx.rollout.batch import RolloutBatch
 from rlx.rollout.collect import RolloutConfig, RolloutStats, collect
 from rlx.rollout.engine import Generator
@@ -70,47 +74,53 @@ class StepTicker(IterableDataset):
             tick += 1
 
 
+@dataclass(frozen=True)
+class Experience:
+    """Where a step's experience comes from: the task's rows (conf/data), the curriculum sampler that picks the
+    prompts (conf/curriculum; bound to `task.train`: rlx.train.build binds it before the model loads, so a
+    curriculum the data cannot serve fails early), the engine that continues them (conf/rollout), the reward
+    that scores them (conf/reward), and the tokenizer."""
+
+    tokenizer: Any
+    task: Task
+    reward: Reward
+    sampler: PromptSampler
+    rollout: Generator
+
+
+@dataclass(frozen=True)
+class RunKeys:
+    """conf/config.yaml's run keys the module reads, and where it writes."""
+
+    val_batch_size: int  # held-out prompts decoded per batch
+    val_samples: int  # sampled held-out completions per prompt (0: greedy only; rlx.rollout.held_out)
+    seed: int
+    samples_every: int  # write samples.jsonl every this many steps
+    samples_per_step: int
+    samples_path: str | None = None  # None: no samples.jsonl
+    held_out_path: str | None = None  # None: no heldout.jsonl (each held-out row's completion and verdict)
+
+
 class RLModule(LightningModule):
     def __init__(
-        self,
-        policy,
-        tokenizer,
-        task,
-        reward,
-        advantage,
-        algo: Algorithm,
-        sampler,
-        *,
-        peft,
-        rollout: Generator,
-        val_batch_size: int,
-        val_samples: int,
-        seed: int,
-        samples_path: str | None,
-        held_out_path: str | None,
-        samples_every: int,
-        samples_per_step: int,
-        reference: FrozenReference | None = None,
-        critic=None,
+        self, models: Models, experience: Experience, algo: Algorithm, advantage, run: RunKeys, *, peft
     ) -> None:
-        """`sampler` comes bound to `task.train` (rlx.train.build binds it before the model loads, so a
-        curriculum the data cannot serve fails early); `peft` is the adapter strategy that wrapped `policy`
-        (conf/peft: train exports the trained weights through it); `rollout` samples the completions
-        (conf/rollout); the keyword values are conf/config.yaml's run keys. `samples_path` None: no
-        samples.jsonl; `held_out_path` None: no heldout.jsonl (each held-out row's greedy completion and
-        verdict at every evaluation: rlx.rollout.held_out.held_out_records). `reference` (a frozen copy, when
-        the algorithm uses one) and `critic` (PPO) are optional parts."""
+        """`models`: the policy and the optional reference (when the algorithm uses one) and critic (PPO);
+        `peft`: the adapter strategy that wrapped the policy (conf/peft: train exports the trained weights
+        through it)."""
         super().__init__()
         self.automatic_optimization = False
-        self.policy = policy
-        self.critic = critic
-        self.reference = reference  # a plain holder, not a submodule: in no state dict, moved in on_fit_start
+        self.policy = models.policy
+        self.critic = models.critic
+        # the reference: a plain holder, not a submodule: in no state dict, moved in on_fit_start
+        self.reference = reference = models.reference
         if algo.ref_sync_steps is not None and reference is not None and not reference.refreshable:
             raise ConfigError(
                 f"algo.ref_sync_steps={algo.ref_sync_steps}: this reference (peft=lora: the base model with its "
                 "adapters off) has no copy of its own to refresh. Set algo.ref_sync_steps=null, or peft=none"
             )
-        self.tokenizer, self.task, self.reward = tokenizer, task, reward
+        tokenizer, task, sampler = experience.tokenizer, experience.task, experience.sampler
+        self.tokenizer, self.task, self.reward = tokenizer, task, experience.reward
         self.advantage, self.algo, self.sampler = advantage, algo, sampler
         self.advantage.bind(tokenizer)
         if sampler.size != len(task.train):
@@ -120,15 +130,16 @@ class RLModule(LightningModule):
             )
         self.peft = peft
         self.guard = NonFiniteGuard(algo.max_skipped_updates)
-        self.val_batch_size = val_batch_size
+        self.val_batch_size = run.val_batch_size
+        val_samples = run.val_samples
         if not isinstance(val_samples, int) or isinstance(val_samples, bool) or val_samples < 0:
             raise ConfigError(f"val_samples is a count of completions per held-out prompt, >= 0 (got {val_samples!r})")
-        self.val_samples, self.seed = val_samples, seed  # sampled held-out completions (rlx.rollout.held_out)
-        self.samples_path = Path(samples_path) if samples_path else None
-        self.held_out_path = Path(held_out_path) if held_out_path else None
+        self.val_samples, self.seed = val_samples, run.seed  # sampled held-out completions (rlx.rollout.held_out)
+        self.samples_path = Path(run.samples_path) if run.samples_path else None
+        self.held_out_path = Path(run.held_out_path) if run.held_out_path else None
         self.val_records: list[dict] = []  # this rank's heldout.jsonl records of the running evaluation
-        self.samples_every, self.samples_per_step = samples_every, samples_per_step
-        self.rollout = rollout
+        self.samples_every, self.samples_per_step = run.samples_every, run.samples_per_step
+        self.rollout = experience.rollout
         self.before_metrics: dict | None = None  # held-out metrics of the starting policy, kept across resumes
         self.val_tally = EvalTally()  # held-out sums of this rank (rlx.distributed.evaluation)
         self.val_weights = HeldWeights()  # trainer=fsdp: the policy's full weights while it evaluates

@@ -20,7 +20,8 @@ from rlx.distributed.checks import check_config, check_trainer
 from rlx.errors import ConfigError
 from rlx.inert import warn_inert
 from rlx.models.adapters import check_strategy
-from rlx.module import RLModule
+from rlx.models.parts import Models
+from rlx.module import Experience, RLModule, RunKeys
 from rlx.peak_memory import peak_rss_mb, reset_peak_memory
 from rlx.report.run import finish_run
 
@@ -49,26 +50,17 @@ def build(cfg: DictConfig, inputs: Inputs | None = None) -> tuple[RLModule, pl.T
     critic = algo.critic.build(policy) if algo.critic is not None else None  # PPO's value network
     run_dir = Path(cfg.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    module = RLModule(
-        policy,
-        loaded.tokenizer,
-        task,
-        reward,
-        advantage,
-        algo,
-        sampler,
-        peft=peft,
-        rollout=rollout,
+    run = RunKeys(
         val_batch_size=cfg.val_batch_size,
         val_samples=cfg.val_samples,
         seed=cfg.seed,
-        samples_path=str(run_dir / "samples.jsonl"),
-        held_out_path=str(run_dir / "heldout.jsonl"),
         samples_every=cfg.samples_every,
         samples_per_step=cfg.samples_per_step,
-        reference=reference,
-        critic=critic,
+        samples_path=str(run_dir / "samples.jsonl"),
+        held_out_path=str(run_dir / "heldout.jsonl"),
     )
+    experience = Experience(loaded.tokenizer, task, reward, sampler, rollout)
+    module = RLModule(Models(policy, reference, critic), experience, algo, advantage, run, peft=peft)
     trainer = build_node(cfg, "trainer", logger=build_node(cfg, "logger"))
     check_trainer(trainer, algo, advantage, task)
     check_strategy(peft, trainer)

@@ -8,7 +8,7 @@ import torch
 from rlx.checks import build_node, check_algorithm
 from rlx.models.adapters import FullFineTuning
 from rlx.models.parts import Models
-from rlx.module import RLModule
+from rlx.module import Experience, RLModule, RunKeys
 from rlx.rewards.base import Status, Verdict
 from rlx.rollout.batch import RolloutBatch
 from rlx.rollout.collect import RolloutConfig, generate_and_score
@@ -36,25 +36,9 @@ def bare_module(policy, tokenizer, task, reward, advantage, algo, sampler, **par
     fine-tuning), sampling with transformers' generate (rollout=hf), writing no samples.jsonl; the run keys are
     conf/config.yaml's. `parts`: reference=, critic=."""
     sampler.bind(task.train)
-    return RLModule(
-        policy,
-        tokenizer,
-        task,
-        reward,
-        advantage,
-        algo,
-        sampler,
-        peft=FullFineTuning(),
-        rollout=HFGenerate(overlap_scoring=True),
-        val_batch_size=256,
-        val_samples=0,
-        seed=0,
-        samples_path=None,
-        held_out_path=None,
-        samples_every=10,
-        samples_per_step=4,
-        **parts,
-    )
+    experience = Experience(tokenizer, task, reward, sampler, HFGenerate(overlap_scoring=True))
+    run = RunKeys(val_batch_size=256, val_samples=0, seed=0, samples_every=10, samples_per_step=4)
+    return RLModule(Models(policy, **parts), experience, algo, advantage, run, peft=FullFineTuning())
 
 
 def scripted_batch(model, tokenizer, rewards, rows, prompts: list[int], config: RolloutConfig) -> RolloutBatch:
