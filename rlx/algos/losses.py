@@ -4,7 +4,7 @@ happens in `aggregation.py`.
 Every loss has the signature (logp, old_logp, advantages, mask) → PolicyLoss(loss [N, T], clipped_low [N, T],
 clipped_high [N, T]). The mask is there so a sequence-level loss (GSPO) is one function; a loss may only reduce
 within a row (never across rows), so micro-batching by rows leaves it exact. `clipped_low` / `clipped_high` mark
-the tokens where the clip took the gradient away below 1 − ε_low / above 1 + ε_high (logged as
+the tokens where the clip took the gradient away below 1 − ε / above 1 + ε_high (logged as
 loss/clipfrac_low, loss/clipfrac_high).
 
 rlx's choice, pinned by tests: the log-ratio is not clamped before the exponential (TRL's choice; verl and
@@ -27,35 +27,35 @@ class PolicyLoss(NamedTuple):
 
 
 def clipped_surrogate(
-    logp: Tensor, old_logp: Tensor, advantages: Tensor, eps_low: float, eps_high: float
+    logp: Tensor, old_logp: Tensor, advantages: Tensor, epsilon: float, epsilon_high: float
 ) -> PolicyLoss:
     """PPO's clipped surrogate (arXiv 1707.06347, eq. 7), negated to a loss, per token:
 
-        ρ = exp(log π_θ − log π_old),  L = −min(ρ·A, clip(ρ, 1 − ε_low, 1 + ε_high)·A)
+        ρ = exp(log π_θ − log π_old),  L = −min(ρ·A, clip(ρ, 1 − ε, 1 + ε_high)·A)
 
-    With ε_high > ε_low this is DAPO's clip-higher (arXiv 2503.14476, §3.1). The clipped branch is taken (and
-    the gradient is 0) where A > 0 and ρ > 1 + ε_high (high side) or A < 0 and ρ < 1 − ε_low (low side).
+    With ε_high > ε this is DAPO's clip-higher (arXiv 2503.14476, §3.1). The clipped branch is taken (and
+    the gradient is 0) where A > 0 and ρ > 1 + ε_high (high side) or A < 0 and ρ < 1 − ε (low side).
     """
     ratio = torch.exp(logp - old_logp)  # [N, T]
     unclipped = ratio * advantages  # [N, T]
-    clipped_obj = ratio.clamp(1.0 - eps_low, 1.0 + eps_high) * advantages  # [N, T]
+    clipped_obj = ratio.clamp(1.0 - epsilon, 1.0 + epsilon_high) * advantages  # [N, T]
     taken = clipped_obj < unclipped  # [N, T] the min picked the clipped branch
     return PolicyLoss(-torch.minimum(unclipped, clipped_obj), taken & (ratio < 1.0), taken & (ratio > 1.0))
 
 
 def dual_clip_surrogate(
-    logp: Tensor, old_logp: Tensor, advantages: Tensor, eps_low: float, eps_high: float, clip_c: float
+    logp: Tensor, old_logp: Tensor, advantages: Tensor, epsilon: float, epsilon_high: float, clip_c: float
 ) -> PolicyLoss:
     """Dual-clip PPO (Ye et al. 2019, arXiv 1912.09729, eq. 5): for A < 0 the clipped loss is bounded as well,
 
-        L = −min(ρA, clip(ρ, 1 − ε_low, 1 + ε_high)A)            if A ≥ 0
-        L = min(−min(ρA, clip(ρ, 1 − ε_low, 1 + ε_high)A), −c·A)  if A < 0
+        L = −min(ρA, clip(ρ, 1 − ε, 1 + ε_high)A)            if A ≥ 0
+        L = min(−min(ρA, clip(ρ, 1 − ε, 1 + ε_high)A), −c·A)  if A < 0
 
     so a token whose ratio has grown far above 1 with a negative advantage (ρ > c) cannot dominate the batch:
     its loss is capped at −c·A and its gradient is 0 (verl applies this always with clip_ratio_c = 3; OpenRLHF
     on request). Tokens capped by c count as clipped on the high side.
     """
-    ppo = clipped_surrogate(logp, old_logp, advantages, eps_low, eps_high)  # [N, T] each
+    ppo = clipped_surrogate(logp, old_logp, advantages, epsilon, epsilon_high)  # [N, T] each
     cap = -clip_c * advantages  # [N, T]
     capped = (advantages < 0) & (ppo.loss > cap)  # [N, T]
     loss = torch.where(capped, cap, ppo.loss)  # [N, T]
@@ -63,13 +63,13 @@ def dual_clip_surrogate(
 
 
 def gspo_surrogate(
-    logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Tensor, eps_low: float, eps_high: float
+    logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Tensor, epsilon: float, epsilon_high: float
 ) -> PolicyLoss:
     """GSPO (Zheng et al. 2025, arXiv 2507.18071), in its GSPO-token form (§4.3):
 
         s_i = exp( (1/|y_i|) Σ_t log(π_θ(y_i,t)/π_old(y_i,t)) )        the sequence-level ratio
         s_i,t = sg[s_i] · π_θ(y_i,t) / sg[π_θ(y_i,t)]                   (value s_i, gradient s_i ∇log π_θ(y_i,t))
-        L_i,t = −min(s_i,t·A_i,t, clip(s_i,t, 1 − ε_low, 1 + ε_high)·A_i,t)
+        L_i,t = −min(s_i,t·A_i,t, clip(s_i,t, 1 − ε, 1 + ε_high)·A_i,t)
 
     The clip decision is per sequence (s_i,t = s_i in value). With a per-sequence advantage and the
     seq_mean_token_mean aggregation (the gspo preset) the gradient equals GSPO's sequence-level objective
@@ -79,20 +79,20 @@ def gspo_surrogate(
     mask = mask.to(logp.dtype)  # [N, T]
     seq_log_ratio = ((logp - old_logp) * mask).sum(-1) / mask.sum(-1).clamp(min=1)  # [N]
     log_s = seq_log_ratio.detach()[:, None] + logp - logp.detach()  # [N, T] value log s_i, grad ∇log π_θ
-    return clipped_surrogate(log_s, torch.zeros_like(log_s), advantages, eps_low, eps_high)
+    return clipped_surrogate(log_s, torch.zeros_like(log_s), advantages, epsilon, epsilon_high)
 
 
-def cispo_loss(logp: Tensor, old_logp: Tensor, advantages: Tensor, eps_low: float, eps_high: float) -> PolicyLoss:
+def cispo_loss(logp: Tensor, old_logp: Tensor, advantages: Tensor, epsilon: float, epsilon_high: float) -> PolicyLoss:
     """CISPO (MiniMax-M1, arXiv 2506.13585, eq. 4): REINFORCE weighted by a clipped, detached importance ratio,
 
-        L = −sg(clip(ρ, 1 − ε_low, 1 + ε_high)) · A · log π_θ(y_t)
+        L = −sg(clip(ρ, 1 − ε, 1 + ε_high)) · A · log π_θ(y_t)
 
     Unlike PPO's clip, no token loses its gradient: the clip only bounds its weight. The paper sets no lower
-    bound (ε_low large: 1 − ε_low ≤ 0, e.g. ε_low = 1); verl's example uses ε_low = 10, ε_high = 0.2.
+    bound (ε large: 1 − ε ≤ 0, e.g. ε = 1); verl's example uses ε = 10, ε_high = 0.2.
     `clipped_*` marks tokens whose weight was clipped (their gradient is scaled, not removed).
     """
     ratio = torch.exp(logp - old_logp).detach()  # [N, T]
-    weight = ratio.clamp(1.0 - eps_low, 1.0 + eps_high)  # [N, T]
+    weight = ratio.clamp(1.0 - epsilon, 1.0 + epsilon_high)  # [N, T]
     return PolicyLoss(-weight * advantages * logp, ratio < weight, ratio > weight)
 
 
@@ -101,10 +101,11 @@ def reinforce_loss(logp: Tensor, advantages: Tensor) -> Tensor:
     return -advantages * logp  # [N, T]
 
 
-def check_epsilons(eps_low: float, eps_high: float) -> None:
-    if not 0 < eps_low <= 1 or eps_high <= 0:
+def check_epsilons(epsilon: float, epsilon_high: float) -> None:
+    if not 0 < epsilon <= 1 or epsilon_high <= 0:
         raise ValueError(
-            f"algo.epsilon must be in (0, 1] (1: no lower bound) and algo.epsilon_high > 0 (got {eps_low}, {eps_high})"
+            "algo.epsilon must be in (0, 1] (1: no lower bound) and algo.epsilon_high > 0 "
+            f"(got {epsilon}, {epsilon_high})"
         )
 
 

@@ -40,28 +40,28 @@ def sapo_surrogate(logp: Tensor, old_logp: Tensor, advantages: Tensor, tau_pos: 
 
 
 def gmpo_surrogate(
-    logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Tensor, eps_low: float, eps_high: float
+    logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Tensor, epsilon: float, epsilon_high: float
 ) -> PolicyLoss:
     """GMPO (Zhao et al. 2025, "Geometric-Mean Policy Optimization", arXiv 2507.20673, eq. 6): the geometric mean
     of the token ratios, each clipped in log space on the side its advantage pushes,
 
-        log ρ̃_t = sgn(A)·min(sgn(A)·log ρ_t, sgn(A)·clip(log ρ_t, −ε_low, ε_high))
+        log ρ̃_t = sgn(A)·min(sgn(A)·log ρ_t, sgn(A)·clip(log ρ_t, −ε, ε_high))
         L_i = −Ā_i · exp((1/|y_i|) Σ_t log ρ̃_t),   Ā_i = the sequence's mean advantage
 
     The sequence loss L_i is written at each of its tokens, so seq_mean_token_mean (the gmpo preset) gives
     mean_i L_i, verl's `geo_mean` (which averages over all rows; rlx skips empty ones). The paper's ε = 0.4 is a
     log-space range: the ratio stays in (e^−0.4, e^0.4). A token clipped where A > 0 and log ρ > ε_high (or
-    A < 0 and log ρ < −ε_low) loses its gradient, as in PPO; a token with A = 0 contributes log ρ̃ = 0.
+    A < 0 and log ρ < −ε) loses its gradient, as in PPO; a token with A = 0 contributes log ρ̃ = 0.
     """
     m = mask.to(logp.dtype)  # [N, T]
     lengths = m.sum(-1).clamp(min=1)  # [N]
     sign = torch.sign(advantages)  # [N, T]
     log_ratio = logp - old_logp  # [N, T]
-    kept = sign * torch.minimum(sign * log_ratio, sign * log_ratio.clamp(-eps_low, eps_high))  # [N, T]
+    kept = sign * torch.minimum(sign * log_ratio, sign * log_ratio.clamp(-epsilon, epsilon_high))  # [N, T]
     seq_ratio = torch.exp((kept * m).sum(-1) / lengths)  # [N]
     seq_adv = (advantages * m).sum(-1) / lengths  # [N]
     loss = (-seq_adv * seq_ratio)[:, None].expand_as(logp)  # [N, T] the sequence's loss at each token
-    return PolicyLoss(loss, (advantages < 0) & (log_ratio < -eps_low), (advantages > 0) & (log_ratio > eps_high))
+    return PolicyLoss(loss, (advantages < 0) & (log_ratio < -epsilon), (advantages > 0) & (log_ratio > epsilon_high))
 
 
 DIVERGENCES = ("tv", "kl")

@@ -117,7 +117,7 @@ def test_gspo_clips_whole_sequences():
 
 def test_cispo_matches_verl():
     # verl compute_policy_loss_cispo (clip_ratio_low 10, clip_ratio_high 0.2, "token-mean"):
-    # -0.16178920551775292; rlx's ε_low = 1 is the same "no lower bound" (ratios are positive)
+    # -0.16178920551775292; rlx's ε = 1 is the same "no lower bound" (ratios are positive)
     loss, grad = loss_and_grad(ClippedWeight(1.0, 0.2), token_mean)
     assert abs(loss - -0.16178920551775292) < 1e-12
     verl_grad = torch.tensor(
@@ -132,7 +132,7 @@ def test_cispo_matches_verl():
 
 
 def test_cispo_hand_computed_and_keeps_every_gradient():
-    # ratio 3 with eps_high 0.2 -> weight 1.2; loss = -1.2 * A * log π; d/dlogπ = -1.2 A (not 0, unlike PPO)
+    # ratio 3 with epsilon_high 0.2 -> weight 1.2; loss = -1.2 * A * log π; d/dlogπ = -1.2 A (not 0, unlike PPO)
     logp = torch.tensor([[math.log(3.0), math.log(0.5)]], requires_grad=True)
     out = cispo_loss(logp, torch.zeros(1, 2), torch.tensor([[1.0, -1.0]]), 1.0, 0.2)
     torch.testing.assert_close(out.loss, torch.tensor([[-1.2 * math.log(3.0), 0.5 * math.log(0.5)]]))

@@ -26,14 +26,14 @@ RATIO_LOSSES = {
 }
 
 
-def grad_of(logp_value: float, adv: float, eps_low: float, eps_high: float) -> float:
+def grad_of(logp_value: float, adv: float, epsilon: float, epsilon_high: float) -> float:
     logp = torch.tensor([[logp_value]], requires_grad=True)
-    clipped_surrogate(logp, torch.zeros(1, 1), torch.tensor([[adv]]), eps_low, eps_high).loss.sum().backward()
+    clipped_surrogate(logp, torch.zeros(1, 1), torch.tensor([[adv]]), epsilon, epsilon_high).loss.sum().backward()
     return float(logp.grad)
 
 
 def test_clip_higher_is_one_sided_on_each_bound():
-    # eps_low 0.2, eps_high 0.28. d loss / d logp = -A * ratio where unclipped, 0 where clipped
+    # epsilon 0.2, epsilon_high 0.28. d loss / d logp = -A * ratio where unclipped, 0 where clipped
     assert grad_of(math.log(1.25), +1.0, 0.2, 0.28) == -1.25  # inside the raised upper bound: still pushed
     assert grad_of(math.log(1.30), +1.0, 0.2, 0.28) == 0.0  # beyond 1.28 with A > 0: clipped
     assert grad_of(math.log(0.75), -1.0, 0.2, 0.28) == 0.0  # below 0.8 with A < 0: clipped

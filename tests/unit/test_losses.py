@@ -24,7 +24,7 @@ def test_clipped_surrogate_hand_computed():
 
 
 def test_clip_higher_uses_separate_upper_bound():
-    # DAPO: eps_low 0.2, eps_high 0.28 -> ratio 1.25 with A > 0 is not clipped, ratio 1.3 is clipped at 1.28
+    # DAPO: epsilon 0.2, epsilon_high 0.28 -> ratio 1.25 with A > 0 is not clipped, ratio 1.3 is clipped at 1.28
     logp = torch.log(torch.tensor([[1.25, 1.3, 0.75]]))
     out = clipped_surrogate(logp, torch.zeros(1, 3), torch.ones(1, 3), 0.2, 0.28)
     torch.testing.assert_close(out.loss, torch.tensor([[-1.25, -1.28, -0.75]]))
