@@ -230,7 +230,7 @@ class GroupMean(Estimator):
         return broadcast_to_tokens(adv, batch.response_mask), None
 
 
-class LeaveOneOut(Estimator):
+class RLOO(Estimator):
     """advantage=rloo."""
 
     min_group_size = 2

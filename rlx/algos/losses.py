@@ -109,7 +109,7 @@ def check_epsilons(epsilon: float, epsilon_high: float) -> None:
         )
 
 
-class ClippedRatio:
+class Clip:
     """policy_loss=clip (PPO, GRPO, Dr. GRPO, DAPO)."""
 
     uses_old_logp = True
@@ -123,7 +123,7 @@ class ClippedRatio:
         return clipped_surrogate(logp, old_logp, advantages, self.epsilon, self.epsilon_high)
 
 
-class DualClip(ClippedRatio):
+class DualClip(Clip):
     """policy_loss=dual_clip: the clipped ratio with negative-advantage tokens capped at c (verl's c = 3)."""
 
     def __init__(self, epsilon: float, epsilon_high: float, clip_c: float) -> None:
@@ -136,14 +136,14 @@ class DualClip(ClippedRatio):
         return dual_clip_surrogate(logp, old_logp, advantages, self.epsilon, self.epsilon_high, self.clip_c)
 
 
-class SequenceRatio(ClippedRatio):
+class GSPO(Clip):
     """policy_loss=gspo: the clipped sequence-level ratio."""
 
     def __call__(self, logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Tensor) -> PolicyLoss:
         return gspo_surrogate(logp, old_logp, advantages, mask, self.epsilon, self.epsilon_high)
 
 
-class ClippedWeight:
+class CISPO:
     """policy_loss=cispo: a clipped, detached IS weight on REINFORCE (algo.epsilon = 1: no lower bound, the
     paper's setting)."""
 
@@ -158,7 +158,7 @@ class ClippedWeight:
         return cispo_loss(logp, old_logp, advantages, self.epsilon, self.epsilon_high)
 
 
-class PolicyGradient:
+class Reinforce:
     """policy_loss=reinforce: no ratio and no clip, so it is meant for one update per batch."""
 
     uses_old_logp = False

@@ -125,7 +125,7 @@ def topr_loss(logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Tensor, 
     return PolicyLoss(-weight * advantages * logp, torch.zeros_like(capped), capped)
 
 
-class SoftGate:
+class SAPO:
     """policy_loss=sapo."""
 
     uses_old_logp = True
@@ -142,7 +142,7 @@ class SoftGate:
         return sapo_surrogate(logp, old_logp, advantages, self.tau_pos, self.tau_neg)
 
 
-class GeometricMean:
+class GMPO:
     """policy_loss=gmpo: algo.epsilon / epsilon_high are log-space bounds (GMPO: 0.4)."""
 
     uses_old_logp = True
@@ -157,7 +157,7 @@ class GeometricMean:
         return gmpo_surrogate(logp, old_logp, advantages, mask, self.epsilon, self.epsilon_high)
 
 
-class DivergenceMask:
+class DPPO:
     """policy_loss=dppo_tv|dppo_kl: its own thresholds δ (a divergence, not a ratio clip: algo.epsilon is unread)."""
 
     uses_old_logp = True
@@ -179,7 +179,7 @@ class DivergenceMask:
         )
 
 
-class TaperedReinforce:
+class TOPR:
     """policy_loss=topr: `level` sequence (the paper's ratio) or token (ROLL's)."""
 
     uses_old_logp = True

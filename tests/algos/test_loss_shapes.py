@@ -10,10 +10,10 @@ import torch
 from rlx.algos.aggregation import aggregate, seq_mean_token_mean, token_mean
 from rlx.algos.losses import clipped_surrogate
 from rlx.algos.ratio_shapes import (
-    DivergenceMask,
-    GeometricMean,
-    SoftGate,
-    TaperedReinforce,
+    DPPO,
+    GMPO,
+    SAPO,
+    TOPR,
     dppo_surrogate,
     gmpo_surrogate,
     sapo_surrogate,
@@ -69,7 +69,7 @@ def test_sapo_matches_verls_published_formula():
     tau = torch.where(ADV > 0, 1.0, 1.05).to(D)
     verl = -torch.sigmoid(tau * (ratio - 1)) * 4 / tau * ADV
     expected = aggregate(verl, seq_mean_token_mean(MASK))
-    got = aggregate(SoftGate(1.0, 1.05)(LOGP, OLD, ADV, MASK).loss, seq_mean_token_mean(MASK))
+    got = aggregate(SAPO(1.0, 1.05)(LOGP, OLD, ADV, MASK).loss, seq_mean_token_mean(MASK))
     assert abs(float(got - expected)) < 1e-14
 
 
@@ -100,7 +100,7 @@ def test_gmpo_matches_verls_published_formula():
     kept = sgn * torch.minimum(sgn * lr, sgn * lr.clamp(-0.4, 0.4))
     n = MASK.sum(-1)
     verl = (-(ADV_SEQ * MASK).sum(-1) / (n + 1e-8) * torch.exp((kept * MASK).sum(-1) / (n + 1e-8))).mean()
-    got = aggregate(GeometricMean(0.4, 0.4)(LOGP, OLD, ADV_SEQ, MASK).loss, seq_mean_token_mean(MASK))
+    got = aggregate(GMPO(0.4, 0.4)(LOGP, OLD, ADV_SEQ, MASK).loss, seq_mean_token_mean(MASK))
     assert abs(float(got - verl)) < 1e-7  # verl's 1e-8 in the lengths
 
 
@@ -150,7 +150,7 @@ def test_dppo_matches_verls_published_formulas():
     for divergence, valid in (("tv", tv_valid), ("kl", kl_valid)):
         verl = aggregate(-ADV * ratio * LOGP * valid, token_mean(MASK))
         got = aggregate(
-            DivergenceMask(divergence, 0.2 if divergence == "tv" else 0.05, 0.2 if divergence == "tv" else 0.05, 20.0)(
+            DPPO(divergence, 0.2 if divergence == "tv" else 0.05, 0.2 if divergence == "tv" else 0.05, 20.0)(
                 LOGP, OLD, ADV, MASK
             ).loss,
             token_mean(MASK),
@@ -176,7 +176,7 @@ def test_topr_hand_computed():
     assert out.clipped_high[1].all() and not out.clipped_high[2].any() and not out.clipped_low.any()
     _, grad = grad_of(lambda lp: topr_loss(lp, old, adv, mask, False), logp)
     torch.testing.assert_close(grad[2], torch.tensor([0.6065307, 0.8187308], dtype=D), atol=1e-7, rtol=0)
-    assert isinstance(TaperedReinforce("token")(logp, old, adv, mask).loss, torch.Tensor)
+    assert isinstance(TOPR("token")(logp, old, adv, mask).loss, torch.Tensor)
 
 
 def test_every_shape_is_reinforce_at_ratio_one():
@@ -185,12 +185,12 @@ def test_every_shape_is_reinforce_at_ratio_one():
     logp = LOGP.clone()
     reinforce = -ADV_SEQ * MASK / (MASK.sum(-1, keepdim=True) * 3)  # seq_mean_token_mean weights, 3 sequences
     for loss in (
-        SoftGate(1.0, 1.05),
-        GeometricMean(0.4, 0.4),
-        DivergenceMask("tv", 0.2, 0.2, 20.0),
-        DivergenceMask("kl", 0.05, 0.05, 20.0),
-        TaperedReinforce("sequence"),
-        TaperedReinforce("token"),
+        SAPO(1.0, 1.05),
+        GMPO(0.4, 0.4),
+        DPPO("tv", 0.2, 0.2, 20.0),
+        DPPO("kl", 0.05, 0.05, 20.0),
+        TOPR("sequence"),
+        TOPR("token"),
     ):
         lp = logp.clone().requires_grad_(True)
         value = aggregate(loss(lp, lp.detach(), ADV_SEQ, MASK).loss, seq_mean_token_mean(MASK))

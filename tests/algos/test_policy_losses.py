@@ -13,9 +13,9 @@ import torch
 
 from rlx.algos.aggregation import aggregate, seq_mean_token_mean, token_mean
 from rlx.algos.losses import (
-    ClippedWeight,
+    CISPO,
+    GSPO,
     DualClip,
-    SequenceRatio,
     cispo_loss,
     clipped_surrogate,
     dual_clip_surrogate,
@@ -78,14 +78,14 @@ def test_clip_higher_matches_openrlhf():
 def test_gspo_matches_verl_and_openrlhf():
     # per-sequence advantages, eps 0.2, seq-mean-token-mean: verl compute_policy_loss_gspo and OpenRLHF
     # PolicyLoss(policy_loss_type="gspo") both give 0.055860101010895745 and this gradient
-    loss, grad = loss_and_grad(SequenceRatio(0.2, 0.2), seq_mean_token_mean, ADV_SEQ)
+    loss, grad = loss_and_grad(GSPO(0.2, 0.2), seq_mean_token_mean, ADV_SEQ)
     assert abs(loss - 0.055860101010895745) < 1e-7
     expected = torch.tensor(
         [[-0.0851031484] * 3 + [0.0], [0.1043602261] * 4, [-0.0531356790] * 2 + [0.0, 0.0]], dtype=D
     )
     torch.testing.assert_close(grad, expected, atol=1e-9, rtol=0)
     # per-token advantages (GSPO-token): verl 0.3756624453803652
-    loss, _ = loss_and_grad(SequenceRatio(0.2, 0.2), seq_mean_token_mean)
+    loss, _ = loss_and_grad(GSPO(0.2, 0.2), seq_mean_token_mean)
     assert abs(loss - 0.3756624453803652) < 1e-7
 
 
@@ -99,7 +99,7 @@ def test_gspo_token_gradient_equals_sequence_level_gspo():
     a = ADV_SEQ[:, 0]
     objective = torch.minimum(s * a, s.clamp(0.8, 1.2) * a).mean()
     (expected,) = torch.autograd.grad(-objective, logp)
-    loss, grad = loss_and_grad(SequenceRatio(0.2, 0.2), seq_mean_token_mean, ADV_SEQ)
+    loss, grad = loss_and_grad(GSPO(0.2, 0.2), seq_mean_token_mean, ADV_SEQ)
     assert abs(loss + float(objective.detach())) < 1e-12
     torch.testing.assert_close(grad, expected, atol=1e-12, rtol=0)
 
@@ -118,7 +118,7 @@ def test_gspo_clips_whole_sequences():
 def test_cispo_matches_verl():
     # verl compute_policy_loss_cispo (clip_ratio_low 10, clip_ratio_high 0.2, "token-mean"):
     # -0.16178920551775292; rlx's ε = 1 is the same "no lower bound" (ratios are positive)
-    loss, grad = loss_and_grad(ClippedWeight(1.0, 0.2), token_mean)
+    loss, grad = loss_and_grad(CISPO(1.0, 0.2), token_mean)
     assert abs(loss - -0.16178920551775292) < 1e-12
     verl_grad = torch.tensor(
         [

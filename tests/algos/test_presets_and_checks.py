@@ -9,7 +9,7 @@ import yaml
 
 from rlx.algos import aggregation, kl
 from rlx.algos.advantages import GAE, GroupMean, GroupNorm, ReinforcePP, RunningMean
-from rlx.algos.losses import ClippedRatio, ClippedWeight, PolicyGradient, SequenceRatio
+from rlx.algos.losses import CISPO, GSPO, Clip, Reinforce
 from rlx.checks import build_node, check_algorithm
 from rlx.errors import ConfigError
 from tests.conftest import CONF, REPO, options
@@ -48,7 +48,7 @@ def test_presets_compose_the_papers_axes(cfg_factory):
         return partial.func
 
     algo, adv = check(cfg_factory, "algo=grpo")
-    assert isinstance(adv, GroupNorm) and type(algo.policy_loss) is ClippedRatio
+    assert isinstance(adv, GroupNorm) and type(algo.policy_loss) is Clip
     assert func(algo.aggregate) is aggregation.seq_mean_token_mean and algo.kl.estimator.func is kl.k3
     assert algo.beta == 0.04 and algo.kl.placement == "loss" and algo.uses_reference and algo.critic is None
     assert algo.updates_per_batch > 1  # the clip acts
@@ -67,7 +67,7 @@ def test_presets_compose_the_papers_axes(cfg_factory):
     assert cfg_factory("algo=dapo", "curriculum=uniform").curriculum._target_.endswith("UniformSampler")
 
     algo, adv = check(cfg_factory, "algo=reinforce")
-    assert isinstance(adv, RunningMean) and isinstance(algo.policy_loss, PolicyGradient)
+    assert isinstance(adv, RunningMean) and isinstance(algo.policy_loss, Reinforce)
     assert algo.updates_per_batch == 1 and algo.kl.placement == "reward"
 
     algo, adv = check(cfg_factory, "algo=ppo")
@@ -76,16 +76,16 @@ def test_presets_compose_the_papers_axes(cfg_factory):
     assert algo.kl.estimator.func is kl.k1 and algo.kl.placement == "reward"
 
     algo, adv = check(cfg_factory, "algo=gspo")
-    assert isinstance(adv, GroupNorm) and isinstance(algo.policy_loss, SequenceRatio)
+    assert isinstance(adv, GroupNorm) and isinstance(algo.policy_loss, GSPO)
     assert (algo.policy_loss.epsilon, algo.policy_loss.epsilon_high) == (3e-4, 4e-4)
     assert func(algo.aggregate) is aggregation.seq_mean_token_mean and algo.minibatches == 4
 
     algo, adv = check(cfg_factory, "algo=cispo")
-    assert isinstance(algo.policy_loss, ClippedWeight) and func(algo.aggregate) is aggregation.token_mean
+    assert isinstance(algo.policy_loss, CISPO) and func(algo.aggregate) is aggregation.token_mean
     assert (algo.policy_loss.epsilon, algo.policy_loss.epsilon_high) == (1.0, 0.2)
 
     algo, adv = check(cfg_factory, "algo=reinforce_pp")
-    assert isinstance(adv, ReinforcePP) and type(algo.policy_loss) is ClippedRatio
+    assert isinstance(adv, ReinforcePP) and type(algo.policy_loss) is Clip
     assert algo.kl.placement == "reward" and algo.beta == 0.001 and algo.uses_reference
 
 
@@ -184,7 +184,7 @@ def test_critic_that_nothing_reads_is_refused(cfg_factory):
 
 
 def test_reinforce_refuses_several_updates(cfg_factory):
-    with pytest.raises(ConfigError, match=r"PolicyGradient has no importance ratio.*algo.update_epochs=2"):
+    with pytest.raises(ConfigError, match=r"Reinforce has no importance ratio.*algo.update_epochs=2"):
         check(cfg_factory, "algo=reinforce", "algo.update_epochs=2")
 
 

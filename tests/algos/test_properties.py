@@ -9,7 +9,7 @@ import torch
 from rlx.algos.advantages import component_norm_advantage, group_mean_advantage, group_norm_advantage, rloo_advantage
 from rlx.algos.aggregation import aggregate, seq_mean_token_mean, seq_sum_constant, token_mean
 from rlx.algos.kl import k1, k2, k3
-from rlx.algos.losses import ClippedRatio, ClippedWeight, DualClip, SequenceRatio, clipped_surrogate, reinforce_loss
+from rlx.algos.losses import CISPO, GSPO, Clip, DualClip, clipped_surrogate, reinforce_loss
 from rlx.algos.returns import reinforce_pp_baseline_advantage
 from rlx.algos.token_class import token_class_advantage
 
@@ -19,10 +19,10 @@ AGGREGATIONS = {
     "seq_sum_constant (Dr. GRPO, REINFORCE)": lambda loss, mask: aggregate(loss, seq_sum_constant(mask, 4.0)),
 }
 RATIO_LOSSES = {
-    "clip": ClippedRatio(0.2, 0.28),
+    "clip": Clip(0.2, 0.28),
     "dual_clip": DualClip(0.2, 0.28, 3.0),
-    "gspo": SequenceRatio(3e-4, 4e-4),
-    "cispo": ClippedWeight(1.0, 0.2),
+    "gspo": GSPO(3e-4, 4e-4),
+    "cispo": CISPO(1.0, 0.2),
 }
 
 

@@ -47,7 +47,7 @@ def test_epsilon_is_inert_with_one_update_per_batch_and_acts_with_more(cfg_facto
 
 def test_epsilon_is_inert_for_a_ratio_free_loss(cfg_factory):
     found = inert(cfg_factory, ["algo=reinforce"], ["algo.epsilon"])
-    assert "PolicyGradient has no importance ratio" in found["algo.epsilon"]
+    assert "Reinforce has no importance ratio" in found["algo.epsilon"]
 
 
 def test_kl_keys_are_inert_at_beta_zero_and_beta_without_an_estimator(cfg_factory):
