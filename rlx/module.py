@@ -40,6 +40,7 @@ from rlx.distributed import (
 )
 from rlx.errors import ConfigError
 from rlx.models.parts import Models
+from rlx.models.reference import FrozenReference
 from rlx.module_state import Stateful, load_state, save_state
 from rlx.rewards.base import Reward
 from rlx.rollout.batch import RolloutBatch
@@ -325,9 +326,14 @@ class RLModule(LightningModule):
     def stateful_parts(self) -> dict[str, Stateful]:
         return {"sampler": self.sampler, "advantage": self.advantage, "guard": self.guard, "entropy": self.algo.entropy}
 
+    def frozen_reference(self) -> FrozenReference | None:
+        """The reference when it is a copy of its own (peft=lora's is the policy with its adapters off)."""
+        return self.reference if isinstance(self.reference, FrozenReference) else None
+
     def on_save_checkpoint(self, checkpoint: dict) -> None:
-        refreshed = self.reference if self.algo.ref_sync_steps is not None else None  # no longer the start policy
+        # a reference that algo.ref_sync_steps moves toward the policy is no longer the starting policy: saved
+        refreshed = self.frozen_reference() if self.algo.ref_sync_steps is not None else None
         checkpoint["rlx"] = save_state(self.stateful_parts(), self.before_metrics, refreshed)
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
-        self.before_metrics = load_state(checkpoint["rlx"], self.stateful_parts(), self.reference)
+        self.before_metrics = load_state(checkpoint["rlx"], self.stateful_parts(), self.frozen_reference())

@@ -4,7 +4,7 @@ reseeds them from (seed, step) (rlx.callbacks.checkpoint)."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from rlx.models.reference import FrozenReference
 
@@ -24,7 +24,7 @@ def save_state(parts: dict[str, Stateful], before: dict | None, reference: Froze
     its coefficient and last measurement), the starting policy's held-out metrics `before`, and the weights of
     a `reference` refreshed toward the policy (algo.ref_sync_steps: no longer the starting policy; None: not
     saved)."""
-    state = {name: part.state_dict() for name, part in parts.items()}
+    state: dict[str, Any] = {name: part.state_dict() for name, part in parts.items()}
     state["before"] = before
     if reference is not None:
         state["reference"] = reference.model.state_dict()

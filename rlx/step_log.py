@@ -25,7 +25,7 @@ def length_by_outcome(lengths, statuses: list[str], valid) -> dict:
 
 
 def step_metrics(
-    batch: RolloutBatch, stats: RolloutStats, losses: dict[str, float], optim: dict[str, float], curriculum: dict
+    batch: RolloutBatch, stats: RolloutStats, losses: dict[str, float], optim: dict, curriculum: dict
 ) -> dict:
     """The step's metrics from its prepared batch (every rank's rows), the rollout's `stats`, the update's
     `losses` (prepare's and update's means over ranks), `optim` (optim/lr, train/skipped_updates) and the

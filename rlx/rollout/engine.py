@@ -68,16 +68,14 @@ class Generation:
     def cloned(self) -> Generation:
         """The same completions in fresh tensors: made outside `torch.inference_mode`, they are ordinary tensors
         that autograd may save (inference tensors may not be)."""
-        optional = {
-            k: None if v is None else v.clone() for k, v in (("logprobs", self.logprobs), ("entropy", self.entropy))
-        }
         return replace(
             self,
             input_ids=self.input_ids.clone(),
             attention_mask=self.attention_mask.clone(),
             response_mask=self.response_mask.clone(),
             truncated=self.truncated.clone(),
-            **optional,
+            logprobs=None if self.logprobs is None else self.logprobs.clone(),
+            entropy=None if self.entropy is None else self.entropy.clone(),
         )
 
 
