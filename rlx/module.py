@@ -23,6 +23,7 @@ from lightning.pytorch.plugins.precision import MixedPrecision
 from torch.optim.lr_scheduler import LRScheduler
 from torch.utils.data import DataLoader, IterableDataset
 
+from rlx.algos.correction import NoCorrection
 from rlx.algos.spec import Algorithm
 from rlx.callbacks.step_metrics import publish_step_metrics
 from rlx.curriculum.base import PromptSampler
@@ -43,10 +44,12 @@ from rlx.models.parts import Models
 from rlx.models.reference import FrozenReference
 from rlx.module_state import Stateful, load_state, save_state
 from rlx.rewards.base import Reward
+from rlx.rollout.async_collect import AsyncCollect, throughput
 from rlx.rollout.batch import RolloutBatch
 from rlx.rollout.collect import RolloutConfig, RolloutStats, collect
 from rlx.rollout.engine import Generator
 from rlx.rollout.held_out import append_records, held_out_records, held_out_verdicts, passed
+from rlx.rollout.staleness import staleness
 from rlx.samples import append_samples, reference_fields
 from rlx.step_log import step_metrics
 from rlx.update import NonFiniteGuard, Optimisation, prepare, update
@@ -140,7 +143,10 @@ class RLModule(LightningModule):
         self.held_out_path = Path(run.held_out_path) if run.held_out_path else None
         self.val_records: list[dict] = []  # this rank's heldout.jsonl records of the running evaluation
         self.samples_every, self.samples_per_step = run.samples_every, run.samples_per_step
-        self.rollout = experience.rollout
+        self.rollout = rollout = experience.rollout
+        # rollout.max_staleness > 0: the sampler process and the batches in flight (rlx.rollout.async_collect)
+        coupled = isinstance(algo.rollout_correction, NoCorrection)  # no correction: μ is π_old (async_collect)
+        self.ahead = AsyncCollect(rollout.max_staleness, rollout, coupled) if rollout.max_staleness > 0 else None
         self.before_metrics: dict | None = None  # held-out metrics of the starting policy, kept across resumes
         self.val_tally = EvalTally()  # held-out sums of this rank (rlx.distributed.evaluation)
         self.val_weights = HeldWeights()  # trainer=fsdp: the policy's full weights while it evaluates
@@ -181,23 +187,20 @@ class RLModule(LightningModule):
                 "which rlx's several optimiser steps per RL step do not go through. Use "
                 "trainer.precision=bf16-mixed or 32-true"
             )
+        if self.ahead is not None:
+            self.ahead.check(self.ahead.k, World.current().size, self.device, self.sampler.max_rounds)
+
+    def teardown(self, stage: str) -> None:
+        if self.ahead is not None:
+            self.ahead.close()  # the sampler process ends with the fit (a resumed fit starts a new one)
 
     # ---------------------------------------------------------------- one RL step
     def training_step(self, tick, batch_idx):  # the tick is unused (StepTicker): global_step is the RL step
-        step = self.global_step
+        step, started = self.global_step, time.perf_counter()
         self.policy.eval()  # no dropout anywhere in the step, so the ratio is exactly 1 before the first update
-        self.sampler.begin_step(step)
         world = World.current()
         with full_weights(self.policy, self.critic):  # trainer=fsdp: unsharded while generating (rlx.distributed)
-            batch, stats = collect(
-                self.policy,
-                self.tokenizer,
-                self.reward,
-                self.sampler,
-                self.task.train,
-                self.rollout,
-                self.rollout_config(),
-            )
+            batch, stats = self.collect(step)
             shard = take(
                 world, batch, self.tokenizer.pad_token_id, self.algo.minibatches, equal=sharded(self.policy)
             )  # this rank's groups
@@ -212,6 +215,8 @@ class RLModule(LightningModule):
             self.reference.refresh(self.policy, self.algo.ref_sync_alpha)  # TR-DPO / TRL sync_ref_model
         losses = mean_over_ranks(world, {**prepared, **losses})  # sums of global-weighted parts
         whole = shard.whole(batch)  # every rank's rows: the step's metrics as one process computes them
+        losses.update(throughput(time.perf_counter() - started, int(whole.response_mask.sum())))  # time/step
+        losses.update(staleness(whole.policy_version, step))  # rollout/staleness_*: 0 in the synchronous loop
         self.log_step(whole, stats, losses, step)
         self.write_samples(whole, step, shard.ranks())
 
@@ -219,6 +224,14 @@ class RLModule(LightningModule):
     def models(self) -> Models:
         """The policy, reference and critic as one record (rlx.models.parts)."""
         return Models(self.policy, self.reference, self.critic)
+
+    def collect(self, step: int) -> tuple[RolloutBatch, RolloutStats]:
+        """The step's batch: generated here (max_staleness 0), or by the sampler process ahead of the update."""
+        args = (self.policy, self.tokenizer, self.reward, self.sampler, self.task.train)
+        if self.ahead is not None:  # rollout.max_staleness > 0 (rlx.rollout.async_collect)
+            return self.ahead.collect(step, *args, self.rollout_config(), self.seed)
+        self.sampler.begin_step(step)
+        return collect(*args, self.rollout, self.rollout_config())
 
     def rollout_config(self) -> RolloutConfig:
         algo = self.algo
@@ -334,6 +347,15 @@ class RLModule(LightningModule):
         # a reference that algo.ref_sync_steps moves toward the policy is no longer the starting policy: saved
         refreshed = self.frozen_reference() if self.algo.ref_sync_steps is not None else None
         checkpoint["rlx"] = save_state(self.stateful_parts(), self.before_metrics, refreshed)
+        if self.ahead is not None:  # the batches in flight and their versions' weights: regenerated on resume
+            checkpoint["rlx"]["async"] = self.ahead.state_dict()
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         self.before_metrics = load_state(checkpoint["rlx"], self.stateful_parts(), self.frozen_reference())
+        if self.ahead is not None:
+            if "async" not in checkpoint["rlx"]:
+                raise ConfigError(
+                    f"rollout.max_staleness={self.ahead.k}: this checkpoint was written by a synchronous run, which "
+                    "holds no batches in flight; resume it with rollout.max_staleness=0"
+                )
+            self.ahead.load_state_dict(checkpoint["rlx"]["async"])

@@ -51,6 +51,9 @@ class RolloutBatch:
     # engine reports none. Compared with old_logp every step (rlx.rollout.mismatch) and read by the rollout
     # correction (π_old / μ; rlx.algos.correction). Never used as old_logp unless also in sampling_logp.
     sampler_logp: Tensor | None = None  # [N, T]
+    # The policy version that sampled each row (rollout.max_staleness > 0: rlx.rollout.staleness); None: the
+    # synchronous loop, where every row comes from the weights being updated.
+    policy_version: Tensor | None = None  # [N] int
 
     @property
     def response_width(self) -> int:
@@ -113,10 +116,12 @@ def concat(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
             sampling_entropy=None if b.sampling_entropy is None else pad(b.sampling_entropy, 0, right, 0.0),
             sampling_temperature=b.sampling_temperature,
             sampler_logp=None if b.sampler_logp is None else pad(b.sampler_logp, 0, right, 0.0),
+            policy_version=b.policy_version,
         )
         offset += int(b.group_index.max()) + 1 if len(b.group_index) else 0
         parts.append(rb)
     sampler = [p.sampler_logp for p in parts if p.sampler_logp is not None]
+    versions = [p.policy_version for p in parts if p.policy_version is not None]
     return RolloutBatch(
         input_ids=torch.cat([p.input_ids for p in parts]),
         attention_mask=torch.cat([p.attention_mask for p in parts]),
@@ -131,6 +136,7 @@ def concat(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
         components={k: torch.cat([p.components[k] for p in parts]) for k in parts[0].components},
         **reusable_logprobs(parts),
         sampler_logp=torch.cat(sampler) if len(sampler) == len(parts) else None,  # every part's, or none
+        policy_version=torch.cat(versions) if len(versions) == len(parts) else None,
     )
 
 

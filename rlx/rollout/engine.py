@@ -37,6 +37,7 @@ from torch import Tensor
 
 from rlx.rollout.cache import SlotCache
 from rlx.rollout.sampling import sample_tokens, workspace
+from rlx.rollout.staleness import check_max_staleness
 
 log = logging.getLogger(__name__)
 
@@ -89,9 +90,12 @@ class Generator(Protocol):
     while generation goes on (rlx.rollout.collect): each chunk of algo.generation_batch_size sequences while
     the next one generates, and, where the generator reports them (`on_finished`), a chunk's finished
     completions while the rest still decode. A generator may call `on_finished` any number of times, once at
-    most per row; the rows it never reports are final when the call returns (HF generate reports none)."""
+    most per row; the rows it never reports are final when the call returns (HF generate reports none).
+    `max_staleness`: how many policy versions a batch may lag the update (rlx.rollout.staleness; 0: the
+    synchronous loop)."""
 
     overlap_scoring: bool
+    max_staleness: int
 
     def __call__(
         self,
@@ -178,6 +182,8 @@ class RolloutEngine:
     overlap_scoring: see `Generator`; the engine reports each completion to `on_finished` at the step it
         samples its eos (the texts decoded there are the Generation's), so collect scores it while the rest
         decode.
+    max_staleness: k > 0 runs the engine in a sampler process k steps ahead of the update
+        (rlx.rollout.async_collect); 0: in the trainer's process, the synchronous loop.
     reuse_logprobs: mark the decode log-probs and entropies reusable as the update's old log-probs
         (`Generation.reusable`; rlx.update.prepare then skips its forward of the sampling policy). Only where
         they equal that forward to float rounding (`exact`): float32 logits (no bf16/fp16 weights, no
@@ -187,8 +193,9 @@ class RolloutEngine:
 
     backend = "inductor"  # torch.compile's backend (tests swap in a counting one)
 
-    def __init__(self, compile: bool, overlap_scoring: bool, reuse_logprobs: bool) -> None:
+    def __init__(self, compile: bool, overlap_scoring: bool, reuse_logprobs: bool, max_staleness: int = 0) -> None:
         self.compile, self.overlap_scoring, self.reuse_logprobs = compile, overlap_scoring, reuse_logprobs
+        self.max_staleness = check_max_staleness(max_staleness)
         self._compiled: dict[int, object] = {}
 
     def forward_fn(self, model):

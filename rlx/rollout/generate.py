@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 
 from rlx.rollout.engine import Generation, OnFinished, decode_texts, response_layout
+from rlx.rollout.staleness import check_max_staleness
 
 
 class HFGenerate:
@@ -15,8 +16,9 @@ class HFGenerate:
     the trainer's forward: the update runs its own, and the difference is the measured mismatch), and no finished
     rows before it returns (`on_finished` is never called: generate keeps every row to the end)."""
 
-    def __init__(self, overlap_scoring: bool) -> None:
+    def __init__(self, overlap_scoring: bool, max_staleness: int = 0) -> None:
         self.overlap_scoring = overlap_scoring  # see rlx.rollout.engine.Generator
+        self.max_staleness = check_max_staleness(max_staleness)  # > 0: in a sampler process (async_collect)
 
     def __call__(
         self,

@@ -94,6 +94,7 @@ class VLLMEngine:
     cpu_kv_cache_gib: KV-cache memory on a CPU (VLLM_CPU_KVCACHE_SPACE).
     gpu_memory_utilization: on a GPU, the fraction of its memory vLLM may take; the colocated trainer has the rest.
     sleep: on a GPU, release vLLM's weights and KV cache between rollouts (sleep mode level 2).
+    max_staleness: 0 only (vLLM runs colocated in this process; rollout=engine samples ahead in a worker).
     """
 
     def __init__(
@@ -105,7 +106,15 @@ class VLLMEngine:
         cpu_kv_cache_gib: float,
         gpu_memory_utilization: float,
         sleep: bool,
+        max_staleness: int = 0,
     ) -> None:
+        if max_staleness != 0:
+            raise ConfigError(
+                f"rollout=vllm runs vLLM in the trainer's process, so it cannot sample ahead of the update "
+                f"(rollout.max_staleness={max_staleness}): use rollout=engine with rollout.max_staleness="
+                f"{max_staleness}, or rollout.max_staleness=0"
+            )
+        self.max_staleness = 0
         check_installed()
         if sleep and not torch.cuda.is_available():
             raise ConfigError("rollout.sleep=true frees GPU memory between rollouts: set rollout.sleep=false on a CPU")

@@ -72,6 +72,7 @@ BENCH: dict[str, list[str]] = {
         "{work}/scaling.png",
     ],
     "sandbox_throughput.py": [],
+    "staleness.py": ["--steps", "2", "--skip", "0", *FAST_MODEL],
     "token_class.py": [
         "--seeds",
         "0",

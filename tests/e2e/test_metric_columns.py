@@ -23,8 +23,9 @@ DEFAULT_HEADER = (
     "reward/mean,reward/status_crash,reward/status_fail,reward/status_format,reward/status_infra,reward/status_oom,"
     "reward/status_pass,reward/status_timeout,reward/status_violation,reward/zero_std_frac,"
     "reward/zero_std_frac_batch,rollout/length_fail,rollout/length_mean,rollout/length_pass,rollout/rounds,"
-    "rollout/seconds,rollout/tok_per_s,rollout/truncated_frac,step,time/generate,time/prepare,time/score,"
-    "time/update,train/skipped_updates,train/trained_frac,val/accuracy,val/n,val/reward"
+    "rollout/seconds,rollout/staleness_max,rollout/staleness_mean,rollout/tok_per_s,rollout/truncated_frac,step,"
+    "time/generate,time/prepare,time/score,time/step,time/steps_per_hour,time/tok_per_s,time/update,"
+    "train/skipped_updates,train/trained_frac,val/accuracy,val/n,val/reward"
 ).split(",")
 
 
