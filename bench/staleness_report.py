@@ -15,6 +15,7 @@ Then the accuracy curves (mean over seeds) against steps and against wall time, 
 
 from __future__ import annotations
 
+import json
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -37,8 +38,15 @@ def elapsed_before(run: Run) -> dict[int, float]:
 
 
 def evaluations(run: Run) -> list[int]:
-    """The steps after which the run evaluated (0: before RL), from val/accuracy's rows and heldout.jsonl."""
-    steps = {s for s, _ in run.metrics.get("val/accuracy", [])}
+    """The steps after which the run evaluated (0: before RL), from heldout.jsonl's records."""
+    path = run.job_dir / "heldout.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    steps = set()
+    for line in lines:
+        try:
+            steps.add(int(json.loads(line).get("step", 0)))
+        except ValueError:  # a line cut by a kill
+            continue
     return sorted(steps | {0})
 
 
