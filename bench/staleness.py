@@ -88,7 +88,8 @@ def main() -> None:
                 print(f"round {r} k={k}: {wall:.1f} s, load {before:.2f} -> {os.getloadavg()[0]:.2f}", flush=True)
                 results[k].append((rows[args.skip :], wall))
     print(f"\n{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {cpu_model()}, {os.cpu_count()} CPUs")
-    print(f"python bench/staleness.py --steps {args.steps} --skip {args.skip} --rounds {args.rounds} --ks {args.ks}")
+    ks, extra = " ".join(map(str, args.ks)), " ".join(args.extra)
+    print(f"python bench/staleness.py --steps {args.steps} --skip {args.skip} --rounds {args.rounds} --ks {ks} {extra}")
     print(
         "\n| max_staleness | time/step median s | mean s | steps/hour | time/generate s | wait trainer s "
         "| wait sampler s | tok/s (end to end) | process wall s |"
