@@ -1,6 +1,7 @@
 """rollout.max_staleness through the real config and trainer: a short run with k = 2 and the TIS correction logs
 the versions each step trained on (staleness 0, 1, 2, 2), the waiting on both sides, the mismatch of the stale
-samples against the current policy and the correction's weights, and ends with no sampler process left."""
+samples against the current policy and the correction's weights, and ends with no sampler process left; and the
+same with LoRA adapters."""
 
 from __future__ import annotations
 
@@ -48,3 +49,29 @@ def test_a_k2_run_trains_on_batches_two_versions_behind_with_the_correction(tmp_
     assert float(rows[0]["rollout/logprob_abs_diff_max"]) < 1e-4
     assert min(float(r["rollout/logprob_abs_diff_mean"]) for r in rows[1:]) > 1e-4
     assert not [p for p in multiprocessing.active_children() if p.name == "rlx-sampler"]  # closed with the fit
+
+
+def test_lora_pushes_the_adapters_and_trains_one_version_behind(tmp_path, test_cache, monkeypatch):
+    """peft=lora through the sampler process: the policy copy with its adapters pickles into the worker, the
+    pushed versions (the trainable weights: the adapters; tests/rollout/test_async.py pins that frozen ones never
+    travel) load into it, and the run trains on batches one version behind from step 1 on."""
+    monkeypatch.setenv("RLX_CACHE", str(test_cache))
+    cfg = compose_config(
+        [
+            *TINY_TASK,
+            "peft=lora",
+            "rollout.max_staleness=1",
+            "algo.prompts_per_step=4",
+            "algo.group_size=4",
+            "trainer.max_steps=3",
+            "trainer.val_check_interval=3",
+            "~trainer.callbacks",
+            "+trainer.enable_checkpointing=false",
+        ],
+        tmp_path / "run",
+    )
+    summary = train(cfg)
+    with Path(summary["metrics_csv"]).open() as handle:
+        rows = [r for r in csv.DictReader(handle) if r.get("reward/mean")]
+    assert [float(r["rollout/staleness_max"]) for r in rows] == [0.0, 1.0, 1.0]
+    assert all(float(r["time/weight_sync"]) >= 0 for r in rows)
