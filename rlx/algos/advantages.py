@@ -140,7 +140,9 @@ def verified_advantage(scores: Tensor, valid: Tensor, tokens: Tensor, threshold:
     A_i = 1[r_i ≥ τ] · Σ_valid |y_j| / Σ_kept |y_j|, no baseline (`tokens` [N] = |y_i|, the completions' trained
     tokens). Under aggregate=token_mean over the batch (w = m / Σ_valid |y|), REINFORCE's loss
     −Σ_i A_i Σ_t w·log π(y_i,t) is then −Σ_kept Σ_t log π(y_i,t) / Σ_kept |y|: the token-mean NLL of the kept
-    completions, exactly the SFT loss on them. No completion kept: every A_i = 0 (no step).
+    completions, exactly the SFT loss on them. No completion kept: every A_i = 0 (no step). With several ranks
+    (trainer=ddp) each rank's estimator sees its own groups, so the two sums are the rank's and the identity
+    holds per rank, not for the global token mean (the ranks' kept fractions differ a little).
     """
     kept = valid & (scores >= threshold)  # [N]
     trained = (tokens * valid).sum()  # []
