@@ -86,6 +86,8 @@ class Spec:
 def specs(kl_to_start: Metric) -> list[Spec]:
     acc = ACCURACY_MATTERS
     out = [
+        Spec("(a) RL beats rejection-sampling fine-tuning on its own verified samples", "rft", ACC, -1, acc),
+        Spec("(a) RL beats rejection-sampling fine-tuning on its own verified samples", "rft", PASS1, -1, acc),
         Spec("(b) Dr. GRPO vs GRPO at the same β = 0.04", "dr_grpo_beta", ACC, 0, acc),
         Spec("(b) std normalisation off, length normalisation on", "grpo_nostd", ACC, 0, acc),
         Spec("(b) length normalisation off, std normalisation on", "grpo_nolen", ACC, 0, acc),
@@ -340,8 +342,7 @@ def markdown(rows: list[Row], info: dict, runs: list[Run]) -> str:
         "and the named test pins it.",
         "",
         "Not measured by this sweep: PPO's critic cost as one step's peak memory (bench/critic_memory.py, fresh "
-        "processes, matched minibatching: bench/RESULTS-critic_memory.md); rejection-sampling fine-tuning on the "
-        "model's own verified samples (algo=rft; not yet an arm of this sweep).",
+        "processes, matched minibatching: bench/RESULTS-critic_memory.md).",
         "",
         "## Cost per arm (mean ± std over seeds)",
         "",

@@ -17,7 +17,7 @@ from tests.sweeps.synthetic import write_job
 STEPS = 20
 PROMPTS = [f"{a}+{b}+{c}=" for a in (11, 12, 13, 14) for b in (21, 22, 23, 24) for c in (31, 32, 33, 34)]  # 64
 ARMS = ["grpo", "grpo_nostd", "grpo_nolen", "dr_grpo_beta", "grpo_eps_small", "grpo_mb1"]
-ARMS += ["grpo_beta0", "grpo_beta001", "grpo_beta016"]
+ARMS += ["grpo_beta0", "grpo_beta001", "grpo_beta016", "rft"]
 SKILL = [0.6, 0.72, 0.66, 0.8, 0.7]  # each seed's warm start lands elsewhere
 
 
@@ -58,7 +58,8 @@ def claims_sweep(root, seeds=range(5), **changes):
     n = 0
     for seed in seeds:
         for arm in ARMS:
-            kw = {"skill": SKILL[seed], **changes.get(arm, {})}
+            change = dict(changes.get(arm, {}))
+            kw = {"skill": SKILL[seed] + change.pop("skill_delta", 0.0), **change}
             # the same draws for every arm of a seed: an arm that changes nothing gives the same run
             arm_job(root, n, arm, seed, np.random.default_rng(seed), **kw)
             n += 1
@@ -84,6 +85,7 @@ PLANTED = {
     "dr_grpo_beta": {"fail_growth": 1.0},  # wrong answers grow by 1 token instead of 4
     "grpo_nolen": {"fail_growth": 1.5},
     "grpo_eps_small": {"clipfrac": 0.2, "approx_kl": 1e-3},
+    "rft": {"skill_delta": -0.2},  # RFT ends 0.2 below RL on every seed
 }
 
 
@@ -98,6 +100,9 @@ def test_planted_effects_hold_and_unchanged_arms_show_no_detectable_effect(tmp_p
     assert words[("(a) RL improves on its SFT start", pass1)] == "holds"
     assert words[("(a) RL beats imitating the teacher", acc)] == "holds"  # vs the teacher's 0.4
     assert words[("(a) RL stays within the teacher's reach", pass1)] == "holds"  # below its pass@8, 0.983
+    rft = "(a) RL beats rejection-sampling fine-tuning on its own verified samples"
+    assert words[(rft, acc)] == "holds" and by[(rft, acc)].interval.high < 0  # rft − grpo, planted −0.2
+    assert words[(rft, pass1)] == "holds"
     assert words[("(c) Dr. GRPO grows wrong answers' length less than GRPO", growth)] == "holds"
     assert words[("(c) length normalisation off grows wrong answers' length less", growth)] == "holds"
     assert (
@@ -167,9 +172,9 @@ def test_write_report_writes_claims_md_only_for_a_claims_sweep(tmp_path, with_cl
     if not with_claims:
         return
     text = (tmp_path / "claims.md").read_text()
-    assert "45 runs, seeds 0, 1, 2, 3, 4; 67.5 CPU-minutes: about 34 min on 2 idle cores" in text
+    assert "50 runs, seeds 0, 1, 2, 3, 4; 75.0 CPU-minutes: about 38 min on 2 idle cores" in text
     assert "an estimate from each job's CPU seconds, not a wall-clock measurement" in text
-    assert "| ↳ | per seed 0: " in text and "runs grpo: 0 9 18 27 36" in text  # per-seed values under each row
+    assert "| ↳ | per seed 0: " in text and "runs grpo: 0 10 20 30 40" in text  # per-seed values under each row
     assert "- command: `python -m rlx +sweeps=seed_claims`" in text and "- code: `" in text
     assert "| grpo_mb1 | 5 | 4000 ± 0 | 20 ± 0 | 90 ± 0 |" in text  # 1 optimiser step per RL step
     assert "| grpo | 5 | 4000 ± 0 | 80 ± 0 | 90 ± 0 |" in text

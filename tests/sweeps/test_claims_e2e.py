@@ -33,7 +33,7 @@ def test_seed_claims_sweep_writes_claims_md(tmp_path, test_cache):
     out = run_cli(["-m", "rlx", "+sweeps=seed_claims", *SHRUNK, f"hydra.sweep.dir={sweep}"], tmp_path, test_cache, 900)
     assert out.returncode == 0, out.stderr[-4000:]
     jobs = sorted(sweep.glob("*/.hydra/overrides.yaml"))
-    assert len(jobs) == 9  # one per arm of sweeps/claims/, one seed
+    assert len(jobs) == 10  # one per arm of sweeps/claims/, one seed
     text = (sweep / "claims.md").read_text()
     rows = [r for r in md_table(text) if r["claim"] != "↳"]
     words = [r["outcome"].split("**")[1] for r in rows]

@@ -135,7 +135,7 @@ def flat(node, prefix=""):
 
 # Each claims arm against grpo: the config paths it may change, the first one the change itself (the others follow
 # by interpolation: the algo node holds its groups as ${advantage} etc.). One change per comparison, except Dr.
-# GRPO's two normalisations.
+# GRPO's two normalisations and the RFT baseline.
 CLAIM_ARMS = {
     "grpo_nostd": ["advantage", "algo.advantage"],
     "grpo_nolen": ["aggregate", "algo.aggregate"],
@@ -146,6 +146,10 @@ CLAIM_ARMS = {
     "grpo_beta0": ["algo.beta"],
     "grpo_beta001": ["algo.beta"],
     "grpo_beta016": ["algo.beta"],
+    # the RFT baseline swaps the algorithm whole (its advantage, loss, aggregation, no KL, one minibatch); the
+    # sampling, learning rate and schedule stay grpo's, which this list pins by not allowing them
+    "rft": ["algo.name", "algo.minibatches", "algo.beta", "advantage", "algo.advantage", "policy_loss",
+            "algo.policy_loss", "aggregate", "algo.aggregate", "kl", "algo.kl"],
 }
 
 
