@@ -24,6 +24,8 @@ from pathlib import Path
 STATUS_FILE = "status.json"  # the file rlx.report.callback writes (rlx.report.runs.STATUS_FILE)
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 _phase = "starting"
+_phase_cpu: dict[str, float] = {}  # CPU seconds spent in each phase since the job started (cpu_by_phase)
+_phase_since = time.process_time()
 
 
 class Stopped(SystemExit):
@@ -32,8 +34,25 @@ class Stopped(SystemExit):
 
 def enter(phase: str) -> None:
     """Name the phase the run is now in (`warm start`, `evaluation before RL`, `RL`, ...)."""
-    global _phase
-    _phase = phase
+    global _phase, _phase_since
+    now = time.process_time()
+    _phase_cpu[_phase] = _phase_cpu.get(_phase, 0.0) + now - _phase_since
+    _phase, _phase_since = phase, now
+
+
+def start_job() -> None:
+    """A new job in this process (a sweep's worker runs several): its phases' CPU seconds start from zero."""
+    global _phase, _phase_since
+    _phase_cpu.clear()
+    _phase, _phase_since = "starting", time.process_time()
+
+
+def cpu_by_phase() -> dict[str, float]:
+    """{phase: this process's CPU seconds in it (every thread)} since `start_job`, the current phase included:
+    what a sweep's budget needs to tell a cached warm start's cost from the runs' own."""
+    out = dict(_phase_cpu)
+    out[_phase] = out.get(_phase, 0.0) + time.process_time() - _phase_since
+    return {name: round(seconds, 1) for name, seconds in out.items()}
 
 
 def phase() -> str:

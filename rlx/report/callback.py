@@ -34,6 +34,7 @@ from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from rlx.cli import status
 from rlx.distributed.env import env_is_rank_zero
 
 log = logging.getLogger(__name__)
@@ -143,6 +144,7 @@ class SweepReport(Callback):
         if not env_is_rank_zero():  # a run over several processes (trainer=ddp): rank 0 speaks for the job
             return
         self._job_cpu = time.process_time()  # this process's CPU seconds (every thread) before the job
+        status.start_job()
         _write_json(
             _job_dir(config) / "status.json", {"status": "running", "started": time.strftime("%Y-%m-%d %H:%M:%S")}
         )
@@ -157,6 +159,7 @@ class SweepReport(Callback):
             "status": "failed" if failed else "completed",
             "ended": time.strftime("%Y-%m-%d %H:%M:%S"),
             "cpu_s": round(time.process_time() - self._job_cpu, 1),
+            "cpu_s_by_phase": status.cpu_by_phase(),  # the warm start's share, built once per seed and cached
         }
         if failed:
             try:  # public API: for a failed job it writes Hydra's "Error executing job" line, then raises the error

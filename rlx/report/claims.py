@@ -298,19 +298,37 @@ def cost_table(arms: Arms) -> list[str]:
     return lines
 
 
-def markdown(rows: list[Row], info: dict, runs: list[Run]) -> str:
+WARM_START = "warm start"  # the phase (rlx.cli.status) in which a job builds its seed's warm start
+
+
+def budget(runs: list[Run]) -> str:
+    """The sweep's CPU time and its makespan on 2 idle cores, and again without the warm starts it built (a
+    later sweep of the same seeds finds them cached)."""
     cpu = [r.cpu_s for r in runs if r.cpu_s is not None]
-    budget = (
+    if not cpu or len(cpu) < len(runs):
+        return "CPU seconds missing for some runs: no budget estimate"
+    line = (
         f"{sum(cpu) / 60:.1f} CPU-minutes: about {makespan(cpu, 2) / 60:.0f} min on 2 idle cores, two one-thread "
         "jobs at a time (an estimate from each job's CPU seconds, not a wall-clock measurement)"
-        if cpu and len(cpu) == len(runs)
-        else "CPU seconds missing for some runs: no budget estimate"
     )
+    built = [r.cpu_s_by_phase.get(WARM_START, 0.0) for r in runs]
+    if any(built):
+        cached = [c - w for c, w in zip(cpu, built, strict=True)]
+        line += (
+            f"; {sum(built) / 60:.1f} of them built {sum(w > 0 for w in built)} warm starts, which the cache keeps: "
+            f"with them cached, about {makespan(cached, 2) / 60:.0f} min"
+        )
+    elif not all(r.cpu_s_by_phase for r in runs):
+        line += "; the warm starts' share is not recorded (runs from before status.json split CPU by phase)"
+    return line
+
+
+def markdown(rows: list[Row], info: dict, runs: list[Run]) -> str:
     seeds = sorted({r.override_map.get("seed", "0") for r in runs}, key=lambda s: (len(s), s))
     lines = [
         "# The seed's claims",
         "",
-        f"{len(runs)} runs, seeds {', '.join(seeds)}; {budget}.",
+        f"{len(runs)} runs, seeds {', '.join(seeds)}; {budget(runs)}.",
         "",
         "| claim | comparison | metric | difference [95% interval] | seeds | prompts | outcome |",
         "|---|---|---|---|---|---|---|",

@@ -99,6 +99,7 @@ class Run:
     inert: dict[str, str] = field(default_factory=dict)  # key -> why it could not change anything
     footprint: dict = field(default_factory=dict)
     cpu_s: float | None = None  # the job's CPU seconds (status.json, written by the sweep-report callback)
+    cpu_s_by_phase: dict[str, float] = field(default_factory=dict)  # its split by phase (rlx.cli.status)
     wandb_url: str | None = None  # its W&B run page when it logged online (status.json)
 
     @property
@@ -183,6 +184,7 @@ def load_run(job_dir: Path) -> Run:
         inert=_read_json(job_dir / INERT_FILE),
         footprint=_read_json(job_dir / FOOTPRINT_FILE),
         cpu_s=status_doc.get("cpu_s"),
+        cpu_s_by_phase=status_doc.get("cpu_s_by_phase") or {},
         wandb_url=status_doc.get("wandb_url"),
     )
 

@@ -50,7 +50,9 @@ def arm_job(root, n, arm, seed, rng, *, skill, fail_growth=4.0, clipfrac=0.05, a
         heldout=heldout,
     )
     status = json.loads((job / "status.json").read_text())
-    (job / "status.json").write_text(json.dumps({**status, "cpu_s": 90.0}))
+    # the reference arm's jobs come first for each seed and build its warm start: 30 of their 90 CPU seconds
+    phases = {"warm start": 30.0, "RL": 60.0} if arm == "grpo" else {"RL": 90.0}
+    (job / "status.json").write_text(json.dumps({**status, "cpu_s": 90.0, "cpu_s_by_phase": phases}))
 
 
 def claims_sweep(root, seeds=range(5), **changes):
@@ -173,6 +175,9 @@ def test_write_report_writes_claims_md_only_for_a_claims_sweep(tmp_path, with_cl
         return
     text = (tmp_path / "claims.md").read_text()
     assert "50 runs, seeds 0, 1, 2, 3, 4; 75.0 CPU-minutes: about 38 min on 2 idle cores" in text
+    # 5 × 30 s = 2.5 CPU-minutes of warm starts; without them 5 × 60 + 45 × 90 s = 72.5 CPU-min, on 2 workers
+    # 36.25 min if it split evenly; the jobs in launch order leave one worker 1.5 min over (makespan)
+    assert "; 2.5 of them built 5 warm starts, which the cache keeps: with them cached, about 37 min" in text
     assert "an estimate from each job's CPU seconds, not a wall-clock measurement" in text
     assert "| ↳ | per seed 0: " in text and "runs grpo: 0 10 20 30 40" in text  # per-seed values under each row
     assert "- command: `python -m rlx +sweeps=seed_claims`" in text and "- code: `" in text

@@ -148,8 +148,19 @@ CLAIM_ARMS = {
     "grpo_beta016": ["algo.beta"],
     # the RFT baseline swaps the algorithm whole (its advantage, loss, aggregation, no KL, one minibatch); the
     # sampling, learning rate and schedule stay grpo's, which this list pins by not allowing them
-    "rft": ["algo.name", "algo.minibatches", "algo.beta", "advantage", "algo.advantage", "policy_loss",
-            "algo.policy_loss", "aggregate", "algo.aggregate", "kl", "algo.kl"],
+    "rft": [
+        "algo.name",
+        "algo.minibatches",
+        "algo.beta",
+        "advantage",
+        "algo.advantage",
+        "policy_loss",
+        "algo.policy_loss",
+        "aggregate",
+        "algo.aggregate",
+        "kl",
+        "algo.kl",
+    ],
 }
 
 

@@ -128,3 +128,22 @@ def test_the_other_ranks_of_a_run_do_not_take_its_lock(tmp_path, monkeypatch):
     finally:
         child.kill()
         child.wait()
+
+
+def test_cpu_seconds_are_split_by_phase_and_restart_with_each_job():
+    def burn(seconds: float) -> None:
+        end = time.process_time() + seconds
+        while time.process_time() < end:
+            pass
+
+    status.start_job()
+    status.enter("warm start")
+    burn(0.2)
+    status.enter("RL")
+    burn(0.1)
+    split = status.cpu_by_phase()
+    # process_time counts every thread; the test's own thread is the one burning, so each phase holds ≥ its burn
+    assert split["warm start"] >= 0.2 and split["RL"] >= 0.1 and split.get("starting", 0.0) < 0.2
+    assert split["warm start"] < 0.2 + 0.15  # the RL burn is not charged to the warm start
+    status.start_job()  # a sweep worker's next job
+    assert "warm start" not in status.cpu_by_phase() and status.phase() == "starting"
