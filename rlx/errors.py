@@ -38,6 +38,22 @@ def chain(err: BaseException) -> list[BaseException]:
     return out
 
 
+# keys a user may reach for that are set elsewhere: {key: (the key that sets it, why)}
+ONE_CLIP_RANGE = "the clip range is set once, by the preset, for every policy loss"
+MOVED = {
+    "policy_loss.epsilon": ("algo.epsilon", ONE_CLIP_RANGE),
+    "policy_loss.epsilon_high": ("algo.epsilon_high", ONE_CLIP_RANGE),
+}
+
+
+def moved_key(key: str, value: object = "<value>") -> str | None:
+    """`policy_loss.epsilon=0.1`: the one-line refusal naming the key that sets it (None for other keys)."""
+    if key not in MOVED:
+        return None
+    home, why = MOVED[key]
+    return f"{key} is not a key: {why}. Set {home} instead: {home}={value}"
+
+
 Compose = Callable[[str], "object | None"]  # drop this override, compose the rest; None if that fails too
 
 
@@ -94,6 +110,9 @@ def _unknown_key(key: str, appended: str, compose: Compose | None) -> str:
     """`algo.epsilonn=0.1`: the key is not in the config. Suggest the closest key of the same node, or, only
     where the node's `_target_` really takes the key as an argument, `+key=value` (Hydra suggests `+` for
     every unknown key, and following it fails later, at the component's constructor)."""
+    moved = moved_key(key.lstrip("+~"), appended.partition("=")[2])
+    if moved:
+        return moved
     parent, _, leaf = key.lstrip("+~").rpartition(".")
     cfg = compose(key) if compose is not None else None
     node = _select(cfg, parent) if cfg is not None else None

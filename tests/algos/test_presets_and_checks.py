@@ -116,6 +116,19 @@ def test_dual_clip_works_with_every_preset(cfg_factory, preset):
     )
 
 
+def test_epsilon_is_spelled_once_as_algo_epsilon(cfg_factory):
+    # every ε-reading loss gets the preset's algo.epsilon / epsilon_high; its YAML carries no ε of its own
+    for loss in options("policy_loss"):
+        assert "epsilon" not in cfg_factory(f"policy_loss={loss}").policy_loss
+    algo, _ = parts(cfg_factory, "algo=gspo", "policy_loss=gmpo", "algo.epsilon=0.3", "algo.epsilon_high=0.5")
+    assert (algo.policy_loss.epsilon, algo.policy_loss.epsilon_high) == (0.3, 0.5)
+    # `+policy_loss.epsilon=0.1` composes (`policy_loss.epsilon=0.1` does not: tests/unit/test_errors_explain.py)
+    with pytest.raises(
+        ConfigError, match=r"^policy_loss.epsilon is not a key: .*Set algo.epsilon instead: algo.epsilon=0.1"
+    ):
+        parts(cfg_factory, "+policy_loss.epsilon=0.1")
+
+
 def test_every_policy_loss_with_a_one_update_and_a_several_update_preset(cfg_factory):
     # any loss under one update per batch; a ratio-free loss is refused where the preset makes several
     for loss in options("policy_loss"):

@@ -67,3 +67,5 @@ def test_misspelt_key_fails_at_start(cfg_factory):
 
     with pytest.raises(ConfigCompositionException):
         cfg_factory("algo.epsilonn=0.1")
+    with pytest.raises(ConfigCompositionException):  # ε is spelled algo.epsilon only (rlx.algos.spec)
+        cfg_factory("policy_loss.epsilon=0.1")

@@ -35,6 +35,11 @@ def test_misspelt_key_gets_a_did_you_mean_not_a_plus_hint(tmp_path, test_cache):
     assert "+algo.epsilonn" not in message  # Hydra's hint; following it fails at the constructor
 
 
+def test_policy_loss_epsilon_names_algo_epsilon(tmp_path, test_cache):
+    message = fails_with(tmp_path, test_cache, "policy_loss.epsilon=0.1")
+    assert message.endswith("Set algo.epsilon instead: algo.epsilon=0.1") and "+policy_loss" not in message
+
+
 def test_misspelt_group_gets_a_did_you_mean(tmp_path, test_cache):
     assert "did you mean algo?" in fails_with(tmp_path, test_cache, "algoo=grpo")
 

@@ -140,8 +140,8 @@ CLAIM_ARMS = {
     "grpo_nostd": ["advantage", "algo.advantage"],
     "grpo_nolen": ["aggregate", "algo.aggregate"],
     "dr_grpo_beta": ["aggregate", "algo.aggregate", "advantage", "algo.advantage", "algo.name"],
-    # epsilon_high is ${.epsilon} (the symmetric range), and the policy loss reads both by interpolation
-    "grpo_eps_small": ["algo.epsilon", "algo.epsilon_high", "policy_loss", "algo.policy_loss"],
+    # epsilon_high is ${.epsilon} (the symmetric range); the policy loss gets both from the Algorithm, not its node
+    "grpo_eps_small": ["algo.epsilon", "algo.epsilon_high"],
     "grpo_mb1": ["algo.minibatches"],
     "grpo_beta0": ["algo.beta"],
     "grpo_beta001": ["algo.beta"],

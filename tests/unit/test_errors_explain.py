@@ -47,6 +47,15 @@ def test_unknown_key_suggests_the_close_key():
     assert message == "algo.epsilonn is not a key of algo: did you mean algo.epsilon?"
 
 
+def test_policy_loss_epsilon_names_algo_epsilon():
+    # ε has one spelling (rlx.algos.spec): no did-you-mean, no `+` hint (Clip takes epsilon, from the Algorithm)
+    message = explain(composition_error("policy_loss.epsilon_high=0.28"), compose=lambda key: CONFIG)
+    assert message == (
+        "policy_loss.epsilon_high is not a key: the clip range is set once, by the preset, for every policy loss. "
+        "Set algo.epsilon_high instead: algo.epsilon_high=0.28"
+    )
+
+
 def test_plus_is_suggested_only_for_a_real_argument_of_the_target():
     # lightning.pytorch.Trainer takes gradient_clip_val; rlx's trainer config leaves it at Lightning's default
     message = explain(composition_error("trainer.gradient_clip_val=1.0"), compose=lambda key: CONFIG)

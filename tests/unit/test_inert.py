@@ -34,10 +34,8 @@ def inert(cfg_factory, overrides, keys):
 
 
 def test_epsilon_is_inert_with_one_update_per_batch_and_acts_with_more(cfg_factory):
-    found = inert(
-        cfg_factory, ["algo=grpo", *SINGLE], ["algo.epsilon", "algo.epsilon_high", "algo.beta", "policy_loss.epsilon"]
-    )
-    assert set(found) == {"algo.epsilon", "algo.epsilon_high", "policy_loss.epsilon"}  # β acts (a reference at 0.04)
+    found = inert(cfg_factory, ["algo=grpo", *SINGLE], ["algo.epsilon", "algo.epsilon_high", "algo.beta"])
+    assert set(found) == {"algo.epsilon", "algo.epsilon_high"}  # β acts (a reference at 0.04)
     assert "exactly 1" in found["algo.epsilon"] and "algo.update_epochs" in found["algo.epsilon"]
     assert inert(cfg_factory, ["algo=grpo", *SINGLE[1:], "algo.update_epochs=2"], ["algo.epsilon"]) == {}
     assert inert(cfg_factory, ["algo=grpo"], ["algo.epsilon"]) == {}  # the preset's 4 minibatch steps
