@@ -118,10 +118,14 @@ def step_of(value) -> int | None:
         return None
 
 
-def trim_history(run_dir: Path, step: int) -> tuple[int, int]:
+def trim_history(run_dir: Path, step: int | None) -> tuple[int, int]:
     """Drop the rows a segment wrote after the checkpoint of step `step` being resumed (and any torn last line):
     metrics.csv's and samples.jsonl's of step >= `step`, heldout.jsonl's evaluated after more than `step` steps.
-    Returns the rows dropped of metrics.csv and of the two jsonl files together."""
+    `step` None: there is no checkpoint (a segment killed before its first one), so the run starts over and
+    every row goes, the evaluation before RL included. Returns the rows dropped of metrics.csv and of the two
+    jsonl files together."""
+    evaluated_through = -1 if step is None else step
+    step = 0 if step is None else step
     dropped_metrics = 0
     metrics = run_dir / "metrics.csv"
     if metrics.is_file():
@@ -135,7 +139,9 @@ def trim_history(run_dir: Path, step: int) -> tuple[int, int]:
     # a samples.jsonl row's step is the step that trained it (0 .. step - 1 are done); a heldout.jsonl row's is
     # the number of steps done when it was evaluated, and the evaluation after step `step` ran before that
     # step's checkpoint was committed (rlx.callbacks.checkpoint), so it stays
-    dropped_samples = _trim_jsonl(run_dir / "samples.jsonl", step - 1) + _trim_jsonl(run_dir / "heldout.jsonl", step)
+    dropped_samples = _trim_jsonl(run_dir / "samples.jsonl", step - 1) + _trim_jsonl(
+        run_dir / "heldout.jsonl", evaluated_through
+    )
     return dropped_metrics, dropped_samples
 
 
@@ -183,10 +189,15 @@ class Resume:
             return cls(None, 0, ident)
         path = newest_checkpoint(dirpath) if cfg.ckpt_path == "last" else Path(str(cfg.ckpt_path)).expanduser()
         if path is None:
+            # a segment killed before its first checkpoint may have written rows: the new run writes them again
+            dropped = trim_history(Path(cfg.run_dir), None) if env_is_rank_zero() else (0, 0)
             log.warning(
-                "ckpt_path=last: no checkpoint in %s yet, starting a new run (to resume an earlier run, "
+                "ckpt_path=last: no checkpoint in %s yet, starting a new run%s (to resume an earlier run, "
                 "set hydra.run.dir to its directory)",
                 dirpath,
+                f" (dropped {dropped[0]} metrics rows and {dropped[1]} sample rows an earlier start wrote)"
+                if any(dropped)
+                else "",
             )
             return cls(None, 0, ident)
         if not path.is_file():

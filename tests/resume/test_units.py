@@ -61,6 +61,21 @@ def write_csv(path: Path, header: list[str], rows: list[dict]) -> None:
         writer.writerows(rows)
 
 
+def test_trim_without_a_checkpoint_drops_every_row_the_evaluation_before_rl_included(tmp_path):
+    # a segment killed at step 1 before its first checkpoint: ckpt_path=last starts over and writes them again
+    write_csv(
+        tmp_path / "metrics.csv",
+        ["reward/mean", "step", "val/accuracy"],
+        [{"step": 0, "val/accuracy": 0.5}, {"step": 0, "reward/mean": 0.1}, {"step": 1, "reward/mean": 0.2}],
+    )
+    (tmp_path / "samples.jsonl").write_text("".join(f'{{"step": {s}, "completion": "x"}}\n' for s in (0, 1)))
+    (tmp_path / "heldout.jsonl").write_text('{"step": 0, "status": "PASS"}\n' * 3)
+    assert trim_history(tmp_path, None) == (3, 5)
+    with (tmp_path / "metrics.csv").open(newline="") as handle:
+        assert next(csv.reader(handle)) == ["reward/mean", "step", "val/accuracy"] and not list(handle)
+    assert (tmp_path / "samples.jsonl").read_text() == (tmp_path / "heldout.jsonl").read_text() == ""
+
+
 def test_trim_drops_rows_from_the_checkpoint_step_on_and_torn_lines(tmp_path):
     write_csv(
         tmp_path / "metrics.csv",
