@@ -146,13 +146,12 @@ def sweep_size(config: DictConfig) -> int | None:
 
     task = [str(o) for o in OmegaConf.select(config, "hydra.overrides.task", default=[]) or []]
     params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
-    task += [f"{key}={value}" for key, value in params.items()]
-    try:
-        parsed = OverridesParser.create().parse_overrides(task)
+    try:  # the sweep config's params first, then the command line, which replaces a key they share
+        parsed = OverridesParser.create().parse_overrides([f"{k}={v}" for k, v in params.items()] + task)
     except Exception:  # noqa: BLE001 — an unparsable override is Hydra's error to report
         return None
     total = 1
-    for override in parsed:
+    for override in {o.get_key_element(): o for o in parsed}.values():
         if override.is_sweep_override():
             if not override.is_discrete_sweep():
                 return None  # interval(): only a sweeper that samples it knows how many

@@ -92,6 +92,11 @@ def test_sweep_size_is_the_product_of_the_swept_values():
     )
     assert sweep_size(config) == 6
     assert sweep_size(OmegaConf.create({"hydra": {"sweeper": {"n_trials": 4}, "overrides": {"task": []}}})) == 4
+    # a sweep config's params, one of them narrowed on the command line (which Hydra's sweeper lets win):
+    # 2 values of k × 1 correction × 5 seeds, not 4 × 2 × 5 × 2 × 1
+    swept = {"rollout.max_staleness": "0,1,2,4", "rollout_correction": "none,token_tis", "seed": "0,1,2,3,4"}
+    narrowed = {"task": ["+sweeps=staleness", "rollout.max_staleness=0,1", "rollout_correction=none"]}
+    assert sweep_size(OmegaConf.create({"hydra": {"overrides": narrowed, "sweeper": {"params": swept}}})) == 10
 
 
 def test_a_signal_leaves_status_stopped_with_the_phase(tmp_path):
