@@ -46,7 +46,7 @@ from rlx.module_state import Stateful, load_state, save_state
 from rlx.rewards.base import Reward
 from rlx.rollout.async_collect import AsyncCollect, throughput
 from rlx.rollout.batch import RolloutBatch
-from rlx.rollout.collect import RolloutConfig, RolloutStats, collect
+from rlx.rollout.collect import Rollout, RolloutConfig, RolloutStats, collect
 from rlx.rollout.engine import Generator
 from rlx.rollout.held_out import append_records, held_out_records, held_out_verdicts, passed
 from rlx.rollout.staleness import staleness
@@ -227,11 +227,12 @@ class RLModule(LightningModule):
 
     def collect(self, step: int) -> tuple[RolloutBatch, RolloutStats]:
         """The step's batch: generated here (max_staleness 0), or by the sampler process ahead of the update."""
-        args = (self.policy, self.tokenizer, self.reward, self.sampler, self.task.train)
         if self.ahead is not None:  # rollout.max_staleness > 0 (rlx.rollout.async_collect)
+            args = (self.policy, self.tokenizer, self.reward, self.sampler, self.task.train)
             return self.ahead.collect(step, *args, self.rollout_config(), self.seed)
         self.sampler.begin_step(step)
-        return collect(*args, self.rollout, self.rollout_config())
+        rollout = Rollout(self.policy, self.tokenizer, self.rollout, self.reward)
+        return collect(rollout, self.sampler, self.task.train, self.rollout_config())
 
     def rollout_config(self) -> RolloutConfig:
         algo = self.algo

@@ -39,8 +39,8 @@ from torch import Tensor
 from rlx.errors import ConfigError
 from rlx.rollout.async_sampler import Job, Sampled, SamplerProcess, snapshot
 from rlx.rollout.batch import RolloutBatch
-from rlx.rollout.collect import RolloutConfig, RolloutStats, collect
-from rlx.rollout.engine import Generation, Generator, OnFinished
+from rlx.rollout.collect import Rollout, RolloutConfig, RolloutStats, collect
+from rlx.rollout.engine import Generation, GenerationRequest, Generator, OnFinished
 from rlx.rollout.staleness import admissions, sampling_version
 
 
@@ -79,18 +79,10 @@ class Delivered:
         self.pending = list(zip(chunks, generations, strict=True))
 
     def __call__(
-        self,
-        model,
-        tokenizer,
-        prompts: list[str],
-        max_new_tokens: int,
-        temperature: float,
-        greedy: bool,
-        repeats: int = 1,
-        on_finished: OnFinished | None = None,
+        self, model, tokenizer, request: GenerationRequest, on_finished: OnFinished | None = None
     ) -> Generation:
         chunk, generation = self.pending.pop(0)
-        if list(prompts) != chunk:
+        if list(request.prompts) != chunk:
             raise RuntimeError("the sampler's batch is for other prompts than the step's (admission out of order)")
         return generation
 
@@ -199,7 +191,9 @@ class AsyncCollect:
         generations = [g if self.coupled else replace(g, reusable=False) for g in sampled.generations]
         chunks = [[rows[i]["prompt"] for i in chunk] for chunk in config.chunks(admitted.indices)]
         delivered = Delivered(chunks, generations)
-        batch, stats = collect(policy, tokenizer, reward, Replay(sampler, admitted.indices), rows, delivered, config)
+        batch, stats = collect(
+            Rollout(policy, tokenizer, delivered, reward), Replay(sampler, admitted.indices), rows, config
+        )
         batch.policy_version = torch.full_like(batch.prompt_index, sampled.version)  # [N]
         return batch, stats
 

@@ -32,7 +32,7 @@ import torch.multiprocessing as mp
 from torch import Tensor
 
 from rlx.errors import RlxError
-from rlx.rollout.engine import Generation, Generator
+from rlx.rollout.engine import Generation, GenerationRequest, Generator
 from rlx.seeding import seed_step
 
 log = logging.getLogger(__name__)
@@ -130,7 +130,9 @@ def serve(policy, tokenizer, engine: Generator, names: list[str], jobs, results,
             seed_step(job.seed, job.step)
             generations = [
                 engine(
-                    policy, tokenizer, chunk, job.max_new_tokens, job.temperature, greedy=False, repeats=job.group_size
+                    policy,
+                    tokenizer,
+                    GenerationRequest(chunk, job.max_new_tokens, job.temperature, repeats=job.group_size),
                 )
                 for chunk in job.chunks
             ]

@@ -17,16 +17,28 @@ import math
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import torch
 
 from rlx.distributed import World, sharded_round
 from rlx.rewards.base import Reward, Status, Verdict
 from rlx.rollout.batch import RolloutBatch, concat
-from rlx.rollout.engine import Generation, Generator
+from rlx.rollout.engine import Generation, GenerationRequest, Generator
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """Who makes a step's experience: `engine` samples from `policy` (its `tokenizer` encodes and decodes),
+    `reward` scores."""
+
+    policy: Any
+    tokenizer: Any
+    engine: Generator
+    reward: Reward
 
 
 @dataclass(frozen=True)
@@ -47,6 +59,10 @@ class RolloutConfig:
                 "(a prompt's completions are generated together, from one prefill). Set it to a multiple of "
                 "the group size, or null to generate a whole round at once"
             )
+
+    def request(self, prompts: list[str]) -> GenerationRequest:
+        """A generation call of these prompts: a group of completions each, sampled at the step's temperature."""
+        return GenerationRequest(prompts, self.max_new_tokens, self.temperature, greedy=False, repeats=self.group_size)
 
     def chunks(self, indices: list[int]) -> list[list[int]]:
         """The round's prompts, split so that each generation call holds ≤ generation_batch_size sequences."""
@@ -125,14 +141,7 @@ def to_batch(
 
 
 def generate_and_score(
-    policy,
-    tokenizer,
-    reward,
-    engine: Generator,
-    rows: list[dict],
-    indices: list[int],
-    config: RolloutConfig,
-    timer: Timer | None = None,
+    rollout: Rollout, rows: list[dict], indices: list[int], config: RolloutConfig, timer: Timer | None = None
 ) -> RolloutBatch:
     """One round: the prompts `indices`, G completions each, generated chunk by chunk; with
     `engine.overlap_scoring` each chunk's completions are scored on a worker thread as the engine reports them
@@ -140,20 +149,16 @@ def generate_and_score(
     order of `indices` (group i = rows i·G ..)."""
     timer = timer if timer is not None else Timer()
     g = config.group_size
-    stream = engine.overlap_scoring
+    stream = rollout.engine.overlap_scoring
     scored: list[tuple[Generation, list[int], Scoring]] = []
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rlx-score") if stream else Inline() as pool:
         for chunk in config.chunks(list(indices)):
-            scoring = Scoring(reward, [rows[i] for i in chunk for _ in range(g)], pool)
+            scoring = Scoring(rollout.reward, [rows[i] for i in chunk for _ in range(g)], pool)
             start = time.perf_counter()
-            gen = engine(
-                policy,
-                tokenizer,
-                [rows[i]["prompt"] for i in chunk],
-                config.max_new_tokens,
-                config.temperature,
-                greedy=False,
-                repeats=g,
+            gen = rollout.engine(
+                rollout.policy,
+                rollout.tokenizer,
+                config.request([rows[i]["prompt"] for i in chunk]),
                 on_finished=scoring.add if stream else None,
             )
             timer.generate += time.perf_counter() - start
@@ -165,7 +170,7 @@ def generate_and_score(
         verdicts = [scoring.verdicts(timer) for _, _, scoring in scored]
     names = sorted({k for vs in verdicts for v in vs for k in v.components})
     batches = [to_batch(gen, vs, chunk, g, names) for (gen, chunk, _), vs in zip(scored, verdicts, strict=True)]
-    return concat(batches, tokenizer.pad_token_id)
+    return concat(batches, rollout.tokenizer.pad_token_id)
 
 
 class Scoring:
@@ -259,10 +264,11 @@ def grouped_rewards(batch: RolloutBatch, group_size: int) -> list[list[float]]:
     return [[r for r, ok in zip(rs, oks, strict=True) if ok] for rs, oks in zip(rewards, valid, strict=True)]
 
 
-def collect(
-    policy, tokenizer, reward, sampler, rows, engine: Generator, config: RolloutConfig
-) -> tuple[RolloutBatch, RolloutStats]:
+def collect(rollout: Rollout, sampler, rows: list[dict], config: RolloutConfig) -> tuple[RolloutBatch, RolloutStats]:
+    """The step's batch: rounds of `generate_and_score` over the prompts `sampler` draws from `rows` until it
+    has kept config.prompts_per_step groups or allows no more rounds."""
     start = time.perf_counter()
+    pad = rollout.tokenizer.pad_token_id
     timer = Timer()
     kept: list[RolloutBatch] = []
     n_kept = rounds = generated = zero_std = tokens = 0
@@ -274,46 +280,46 @@ def collect(
         # each rank generates and scores its share of the round; every rank gets the whole round back
         batch = sharded_round(
             World.current(),
-            lambda share: generate_and_score(policy, tokenizer, reward, engine, rows, share, config, timer),
+            lambda share: generate_and_score(rollout, rows, share, config, timer),
             indices,
-            tokenizer.pad_token_id,
+            pad,
         )
         groups = grouped_rewards(batch, g)
         sampler.observe(indices, groups)
         keep = sampler.keep(groups)
         rounds += 1
         generated += len(groups)
-        zero_std += sum(1 for grp in groups if len(grp) > 0 and max(grp) == min(grp))
+        zero_std += zero_variance(groups)
         tokens += int(batch.response_mask.sum())
         for s in batch.statuses:
             statuses[s] = statuses.get(s, 0) + 1
         last = batch
-        # Group i's completions are rows i*G .. i*G+G-1 of the round's batch.
-        rows_kept = torch.tensor([i * g + j for i, k in enumerate(keep) if k for j in range(g)], dtype=torch.long)
-        if len(rows_kept):
-            sub = batch.select(rows_kept.to(batch.input_ids.device))
-            sub.group_index = torch.unique(sub.group_index, return_inverse=True)[1]
-            kept.append(sub)
+        if any(keep):
+            kept.append(kept_groups(batch, keep, g))
             n_kept += int(sum(keep))
     # If no round produced a group the curriculum wanted, train on the last round as it is: its
     # zero-variance groups get zero advantage, and the metrics say so.
-    result = concat(align_components(kept), tokenizer.pad_token_id) if kept else last
+    result = concat(align_components(kept), pad) if kept else last
     assert result is not None, "the loop ran at least one round (sampler.max_rounds >= 1)"
     if n_kept > config.prompts_per_step:  # a sampler that oversamples may overfill the last round
         result = result.select(torch.nonzero(result.group_index < config.prompts_per_step).squeeze(-1))
     in_batch = grouped_rewards(result, g)
-    stats = RolloutStats(
-        rounds,
-        generated,
-        zero_std,
-        tokens,
-        time.perf_counter() - start,
-        statuses,
-        len(in_batch),
-        sum(1 for grp in in_batch if len(grp) > 0 and max(grp) == min(grp)),
-        timer.generate,
-        timer.score,
-        timer.chunks,
-        timer.engine,
+    seconds = time.perf_counter() - start
+    stats = RolloutStats(rounds, generated, zero_std, tokens, seconds, statuses, len(in_batch), zero_variance(in_batch))
+    return result, replace(
+        stats, generate_seconds=timer.generate, score_seconds=timer.score, chunks=timer.chunks, engine=timer.engine
     )
-    return result, stats
+
+
+def zero_variance(groups: list[list[float]]) -> int:
+    """How many groups have all their (valid) rewards equal: no gradient from them."""
+    return sum(1 for grp in groups if len(grp) > 0 and max(grp) == min(grp))
+
+
+def kept_groups(batch: RolloutBatch, keep: list[bool], g: int) -> RolloutBatch:
+    """The round's groups the curriculum keeps (group i's completions are rows i·G .. i·G + G − 1), their group
+    ids renumbered 0 .. kept − 1."""
+    rows_kept = torch.tensor([i * g + j for i, k in enumerate(keep) if k for j in range(g)], dtype=torch.long)
+    sub = batch.select(rows_kept.to(batch.input_ids.device))
+    sub.group_index = torch.unique(sub.group_index, return_inverse=True)[1]
+    return sub

@@ -80,13 +80,26 @@ class Generation:
         )
 
 
+@dataclass(frozen=True)
+class GenerationRequest:
+    """What one generation call samples: each prompt continued `repeats` times (a group), the completions of
+    prompt k at rows k·repeats .. k·repeats + repeats − 1 of the Generation. Randomness comes from torch's
+    global generator, which rlx reseeds per step (rlx.seeding; vLLM draws one seed per prompt from it)."""
+
+    prompts: list[str]
+    max_new_tokens: int
+    temperature: float = 1.0  # ignored when greedy
+    greedy: bool = False  # argmax decoding (held-out evaluation); else ancestral sampling at `temperature`
+    repeats: int = 1  # completions per prompt (algo.group_size)
+
+
 #: `on_finished(rows, texts)`: completions final before the generation call returns (they ended with eos):
 #: output rows of the Generation, and their texts exactly as `Generation.texts` will hold them.
 OnFinished = Callable[[list[int], list[str]], None]
 
 
 class Generator(Protocol):
-    """What `rollout=<x>` builds: continue each prompt `repeats` times. `overlap_scoring`: collect scores
+    """What `rollout=<x>` builds: the completions of a `GenerationRequest`. `overlap_scoring`: collect scores
     while generation goes on (rlx.rollout.collect): each chunk of algo.generation_batch_size sequences while
     the next one generates, and, where the generator reports them (`on_finished`), a chunk's finished
     completions while the rest still decode. A generator may call `on_finished` any number of times, once at
@@ -98,15 +111,7 @@ class Generator(Protocol):
     max_staleness: int
 
     def __call__(
-        self,
-        model,
-        tokenizer,
-        prompts: list[str],
-        max_new_tokens: int,
-        temperature: float,
-        greedy: bool,
-        repeats: int = 1,
-        on_finished: OnFinished | None = None,
+        self, model, tokenizer, request: GenerationRequest, on_finished: OnFinished | None = None
     ) -> Generation: ...
 
 
@@ -211,39 +216,22 @@ class RolloutEngine:
         return self._compiled[key]
 
     def __call__(
-        self,
-        model,
-        tokenizer,
-        prompts: list[str],
-        max_new_tokens: int,
-        temperature: float,
-        greedy: bool,
-        repeats: int = 1,
-        on_finished: OnFinished | None = None,
+        self, model, tokenizer, request: GenerationRequest, on_finished: OnFinished | None = None
     ) -> Generation:
         with torch.inference_mode():  # ~5% faster than no_grad; the outputs are cloned out of it for autograd
-            gen = self.sample(model, tokenizer, prompts, max_new_tokens, temperature, greedy, repeats, on_finished)
+            gen = self.sample(model, tokenizer, request, on_finished)
         return gen.cloned()
 
-    def sample(
-        self,
-        model,
-        tokenizer,
-        prompts: list[str],
-        max_new_tokens: int,
-        temperature: float,
-        greedy: bool,
-        repeats: int,
-        on_finished: OnFinished | None = None,
-    ) -> Generation:
+    def sample(self, model, tokenizer, request: GenerationRequest, on_finished: OnFinished | None = None) -> Generation:
         """`Generator.__call__`'s work, under the caller's inference mode: prefill each prompt once, decode its
         `repeats` completions, lay them out."""
-        ids, mask = encode_prompts(tokenizer, prompts, next(model.parameters()).device)  # [K, P]
+        max_new_tokens, temperature, repeats = request.max_new_tokens, request.temperature, request.repeats
+        ids, mask = encode_prompts(tokenizer, request.prompts, next(model.parameters()).device)  # [K, P]
         cache, logits = self.prefill(model, ids, mask, repeats, max_new_tokens)  # logits: [N, V]
         reusable = self.reuse_logprobs and exact(model, logits.dtype)
         state = DecodeState.start(ids, mask, repeats, max_new_tokens, tokenizer.pad_token_id)
         buffers = workspace(state.rows, logits.shape[-1], ids.device)  # the sampler's [N, V] scratch, every step
-        draw = functools.partial(sample_tokens, temperature=temperature, greedy=greedy, out=buffers)
+        draw = functools.partial(sample_tokens, temperature=temperature, greedy=request.greedy, out=buffers)
         step = functools.partial(self.step, self.forward_fn(model), cache_argument(model), cache, state)
         for t in range(max_new_tokens):
             token, logp, entropy = draw(logits)  # [n] each

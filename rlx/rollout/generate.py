@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from rlx.rollout.engine import Generation, OnFinished, decode_texts, response_layout
+from rlx.rollout.engine import Generation, GenerationRequest, OnFinished, decode_texts, response_layout
 from rlx.rollout.staleness import check_max_staleness
 
 
@@ -21,19 +21,10 @@ class HFGenerate:
         self.max_staleness = check_max_staleness(max_staleness)  # > 0: in a sampler process (async_collect)
 
     def __call__(
-        self,
-        model,
-        tokenizer,
-        prompts: list[str],
-        max_new_tokens: int,
-        temperature: float,
-        greedy: bool,
-        repeats: int = 1,
-        on_finished: OnFinished | None = None,
+        self, model, tokenizer, request: GenerationRequest, on_finished: OnFinished | None = None
     ) -> Generation:
-        return generate(
-            model, tokenizer, [p for p in prompts for _ in range(repeats)], max_new_tokens, temperature, greedy
-        )
+        prompts = [p for p in request.prompts for _ in range(request.repeats)]
+        return generate(model, tokenizer, prompts, request.max_new_tokens, request.temperature, request.greedy)
 
 
 @torch.no_grad()

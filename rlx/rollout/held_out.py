@@ -18,7 +18,7 @@ import torch
 
 from rlx.rewards.base import Reward, Status, Verdict
 from rlx.rollout.collect import score
-from rlx.rollout.engine import Generator
+from rlx.rollout.engine import GenerationRequest, Generator
 from rlx.seeding import eval_seed, isolated_rng
 
 
@@ -55,15 +55,9 @@ def held_out_verdicts(
             assert seed is not None, "sampled held-out completions need their seed"
             torch.manual_seed(eval_seed(*seed))
         for start in range(0, len(rows), step):
-            texts += rollout(
-                policy,
-                tokenizer,
-                [r["prompt"] for r in rows[start : start + step]],
-                max_new_tokens,
-                temperature if samples else 1.0,
-                greedy=not samples,
-                repeats=repeats,
-            ).texts
+            prompts = [r["prompt"] for r in rows[start : start + step]]
+            request = GenerationRequest(prompts, max_new_tokens, temperature if samples else 1.0, not samples, repeats)
+            texts += rollout(policy, tokenizer, request).texts
     return Scored(texts, score(reward, texts, [r for r in rows for _ in range(repeats)]))
 
 

@@ -36,7 +36,14 @@ import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
 from rlx.errors import ConfigError
-from rlx.rollout.engine import Generation, OnFinished, decode_texts, encode_prompts, response_layout
+from rlx.rollout.engine import (
+    Generation,
+    GenerationRequest,
+    OnFinished,
+    decode_texts,
+    encode_prompts,
+    response_layout,
+)
 
 log = logging.getLogger(__name__)
 
@@ -188,15 +195,7 @@ class VLLMEngine:
         self.sync_seconds += time.perf_counter() - start
 
     def __call__(
-        self,
-        model,
-        tokenizer,
-        prompts: list[str],
-        max_new_tokens: int,
-        temperature: float,
-        greedy: bool,
-        repeats: int = 1,
-        on_finished: OnFinished | None = None,
+        self, model, tokenizer, request: GenerationRequest, on_finished: OnFinished | None = None
     ) -> Generation:
         # vLLM's parameters are created and reloaded under inference mode, whichever mode the caller is in
         # (Lightning validates under it, trains outside it): an inference tensor updated in place outside it fails
@@ -206,14 +205,14 @@ class VLLMEngine:
             if self.stale or self.asleep:
                 self.push_weights(model)
         assert self.llm is not None
-        ids, mask = encode_prompts(tokenizer, prompts)  # [K, P] left-padded
-        requests, params = vllm_requests(tokenizer, ids, mask, max_new_tokens, temperature, greedy, repeats)
-        outputs = self.llm.generate(requests, params, use_tqdm=False)
+        ids, mask = encode_prompts(tokenizer, request.prompts)  # [K, P] left-padded
+        prompts, params = vllm_requests(tokenizer, ids, mask, request)
+        outputs = self.llm.generate(prompts, params, use_tqdm=False)
         completions = [c for out in outputs for c in sorted(out.outputs, key=lambda c: c.index)]  # prompt-major
         response, logps = completion_tensors(completions, tokenizer.pad_token_id, ids.dtype)  # [N, T'] each
         layout = response_layout(
-            ids.repeat_interleave(repeats, 0),
-            mask.repeat_interleave(repeats, 0),
+            ids.repeat_interleave(request.repeats, 0),
+            mask.repeat_interleave(request.repeats, 0),
             response,
             tokenizer.eos_token_id,
             tokenizer.pad_token_id,
@@ -230,27 +229,28 @@ class VLLMEngine:
             layout.truncated.to(device),
             decode_texts(tokenizer, layout.response, layout.response_mask),
             logprobs=(logps * layout.response_mask).to(device),
-            temperature=temperature,
+            temperature=request.temperature,
             reusable=False,  # μ is compared with the trainer's forward, never taken for it
             metrics={"time/weight_sync": synced},
         )
 
 
-def vllm_requests(tokenizer, ids, mask, max_new_tokens: int, temperature: float, greedy: bool, repeats: int):
-    """vLLM's (prompts, sampling parameters) for the left-padded prompts ids, mask [K, P]: the token ids
-    alone, `repeats` completions each with the other engines' sampling (see the module docstring)."""
+def vllm_requests(tokenizer, ids, mask, request: GenerationRequest):
+    """vLLM's (prompts, sampling parameters) for the left-padded prompts ids, mask [K, P] of `request`: the
+    token ids alone, `request.repeats` completions each with the other engines' sampling (see the module
+    docstring)."""
     from vllm import SamplingParams
     from vllm.inputs import TokensPrompt
 
-    requests = [TokensPrompt(prompt_token_ids=row[m.bool()].tolist()) for row, m in zip(ids, mask, strict=True)]
-    seeds = torch.randint(0, 2**31 - 1, (len(requests),)).tolist()  # from rlx's per-step seeding
+    prompts = [TokensPrompt(prompt_token_ids=row[m.bool()].tolist()) for row, m in zip(ids, mask, strict=True)]
+    seeds = torch.randint(0, 2**31 - 1, (len(prompts),)).tolist()  # from rlx's per-step seeding
     params = [
         SamplingParams(
-            n=repeats,
-            temperature=0.0 if greedy else temperature,
+            n=request.repeats,
+            temperature=0.0 if request.greedy else request.temperature,
             top_k=0,
             top_p=1.0,
-            max_tokens=max_new_tokens,
+            max_tokens=request.max_new_tokens,
             logprobs=0,  # the sampled token's own log-prob
             seed=seed,
             detokenize=False,
@@ -259,7 +259,7 @@ def vllm_requests(tokenizer, ids, mask, max_new_tokens: int, temperature: float,
         )
         for seed in seeds
     ]
-    return requests, params
+    return prompts, params
 
 
 def completion_tensors(completions, pad: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:

@@ -11,7 +11,7 @@ from rlx.models.parts import Models
 from rlx.module import Experience, RLModule, RunKeys
 from rlx.rewards.base import Status, Verdict
 from rlx.rollout.batch import RolloutBatch
-from rlx.rollout.collect import RolloutConfig, generate_and_score
+from rlx.rollout.collect import Rollout, RolloutConfig, generate_and_score
 from rlx.rollout.generate import HFGenerate
 
 
@@ -44,9 +44,8 @@ def bare_module(policy, tokenizer, task, reward, advantage, algo, sampler, **par
 def scripted_batch(model, tokenizer, rewards, rows, prompts: list[int], config: RolloutConfig) -> RolloutBatch:
     """One round of `prompts` (indices into `rows`), sampled with transformers' generate (rollout=hf) and
     scored `rewards` in order, whatever the completions."""
-    return generate_and_score(
-        model, tokenizer, ScriptedReward(rewards), HFGenerate(overlap_scoring=True), rows, prompts, config
-    )
+    rollout = Rollout(model, tokenizer, HFGenerate(overlap_scoring=True), ScriptedReward(rewards))
+    return generate_and_score(rollout, rows, prompts, config)
 
 
 def compose_algo(cfg_factory, *overrides):

@@ -57,9 +57,10 @@ def test_state_from_other_data_is_refused(name):
 
 
 NO_TOKENIZER = types.SimpleNamespace(pad_token_id=0)  # collect reads only the pad id when joining rounds
+NO_ROLLOUT = collect_module.Rollout(None, NO_TOKENIZER, None, None)  # generate_and_score is faked
 
 
-def fake_generate_and_score(policy, tokenizer, reward, engine, data, indices, config, timer):
+def fake_generate_and_score(rollout, data, indices, config, timer):
     """A round of `collect` without a model: one token per completion, rewards from the scripted stream."""
     group_size = config.group_size
     n = len(indices) * group_size
@@ -87,7 +88,7 @@ def test_collect_fills_a_dynamic_sampling_batch_with_informative_groups(monkeypa
     monkeypatch.setattr(sampler, "sample", lambda count: requests.append(count) or sample(count))
     sampler.begin_step(0)
     batch, stats = collect_module.collect(
-        None, NO_TOKENIZER, None, sampler, rows(300), None, collect_module.RolloutConfig(8, GROUP, 1, 1.0, None)
+        NO_ROLLOUT, sampler, rows(300), collect_module.RolloutConfig(8, GROUP, 1, 1.0, None)
     )
     assert batch.group_index.unique().tolist() == list(range(8))  # trimmed to exactly the step's prompts
     assert all(int(i) % 3 == 1 for i in batch.prompt_index)  # only mixed-reward groups
@@ -104,7 +105,7 @@ def test_collect_with_uniform_reports_the_batch_zero_variance(monkeypatch):
     sampler.bind(rows(12))
     sampler.begin_step(0)
     batch, stats = collect_module.collect(
-        None, NO_TOKENIZER, None, sampler, rows(12), None, collect_module.RolloutConfig(12, GROUP, 1, 1.0, None)
+        NO_ROLLOUT, sampler, rows(12), collect_module.RolloutConfig(12, GROUP, 1, 1.0, None)
     )
     # One epoch of the 12 prompts: 8 of them all-pass or all-fail.
     assert (stats.rounds, stats.batch_groups, stats.batch_zero_std_groups, stats.zero_std_groups) == (1, 12, 8, 8)

@@ -309,7 +309,7 @@ def curricula_in_step(rank: int, world_size: int) -> dict:
     from rlx.data.arithmetic import ArithmeticTask
     from rlx.models.tiny import build_tiny_llama
     from rlx.models.tokenizer import build_char_tokenizer
-    from rlx.rollout.collect import RolloutConfig, collect
+    from rlx.rollout.collect import Rollout, RolloutConfig, collect
     from rlx.rollout.generate import HFGenerate
 
     world = World.current()
@@ -326,15 +326,8 @@ def curricula_in_step(rank: int, world_size: int) -> dict:
         for step in range(4):
             torch.manual_seed(100 + step)  # per-step seeding: the ranks' global generators in step
             sampler.begin_step(step)
-            batch, stats = collect(
-                model,
-                tok,
-                HashReward(),
-                sampler,
-                task.train,
-                HFGenerate(overlap_scoring=True),
-                RolloutConfig(5, 4, 3, 1.0, None),
-            )
+            rollout = Rollout(model, tok, HFGenerate(overlap_scoring=True), HashReward())
+            batch, stats = collect(rollout, sampler, task.train, RolloutConfig(5, 4, 3, 1.0, None))
             shard = take(world, batch, tok.pad_token_id, 1)
             steps.append(
                 {

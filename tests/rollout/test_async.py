@@ -17,7 +17,7 @@ from rlx.errors import ConfigError
 from rlx.rewards.base import Status, Verdict
 from rlx.rollout.async_collect import AsyncCollect, throughput
 from rlx.rollout.async_sampler import SamplerDied, load_weights, snapshot, trainable
-from rlx.rollout.collect import RolloutConfig, collect
+from rlx.rollout.collect import Rollout, RolloutConfig, collect
 from rlx.rollout.engine import Generation, RolloutEngine, decode_texts, response_layout
 from rlx.rollout.staleness import admissions, check_max_staleness, sampling_version, staleness
 from rlx.seeding import seed_step
@@ -121,7 +121,7 @@ def sync_batch(policy, tok, sampler, step):
     seed_step(0, step)  # what the checkpoint callback does before every step
     sampler.begin_step(step)
     engine = RolloutEngine(compile=False, overlap_scoring=False, reuse_logprobs=True)
-    return collect(policy, tok, Parity(), sampler, ROWS, engine, CONFIG)[0]
+    return collect(Rollout(policy, tok, engine, Parity()), sampler, ROWS, CONFIG)[0]
 
 
 def same_batch(a, b) -> None:
@@ -179,8 +179,9 @@ class LongAndShort:
     overlap_scoring = False
     max_staleness = 1
 
-    def __call__(self, model, tok, prompts, max_new_tokens, temperature, greedy, repeats=1, on_finished=None):
-        rows = [p for p in prompts for _ in range(repeats)]
+    def __call__(self, model, tok, request, on_finished=None):
+        max_new_tokens = request.max_new_tokens
+        rows = [p for p in request.prompts for _ in range(request.repeats)]
         long = [p.startswith("9") for p in rows]
         time.sleep(0.02 * max_new_tokens * sum(long))
         one, eos = tok.convert_tokens_to_ids("1"), tok.eos_token_id
@@ -192,7 +193,9 @@ class LongAndShort:
         ids, attention, response_mask, truncated = out.input_ids, out.attention_mask, out.response_mask, out.truncated
         logprobs = -response_mask.float()  # [N, T] any fixed log-prob
         texts = decode_texts(tok, out.response, response_mask)
-        return Generation(ids, attention, response_mask, truncated, texts, logprobs, logprobs * 0, temperature, True)
+        return Generation(
+            ids, attention, response_mask, truncated, texts, logprobs, logprobs * 0, request.temperature, True
+        )
 
 
 def test_a_long_completion_group_is_trained_in_full_at_every_step(llama):

@@ -12,7 +12,7 @@ import torch
 
 from rlx.curriculum.uniform import UniformSampler
 from rlx.rewards.base import Status, Verdict
-from rlx.rollout.collect import RolloutConfig, collect
+from rlx.rollout.collect import Rollout, RolloutConfig, collect
 from rlx.rollout.engine import Generation
 
 TOKENIZER = types.SimpleNamespace(pad_token_id=0)
@@ -29,7 +29,8 @@ class FakeEngine:
     def __init__(self, before_chunk=None, stream=True):
         self.sizes, self.before_chunk, self.streamed, self.stream = [], before_chunk, [], stream
 
-    def __call__(self, model, tokenizer, prompts, max_new_tokens, temperature, greedy, repeats=1, on_finished=None):
+    def __call__(self, model, tokenizer, request, on_finished=None):
+        prompts, repeats = request.prompts, request.repeats
         if self.before_chunk is not None:
             self.before_chunk(len(self.sizes))
         self.sizes.append(len(prompts) * repeats)
@@ -54,7 +55,7 @@ class FakeEngine:
             texts,
             -torch.ones(n, width) * mask,
             2 * torch.ones(n, width) * mask,
-            temperature,
+            request.temperature,
             reusable=True,
         )
 
@@ -78,7 +79,7 @@ def run(config, engine, reward):
     sampler = UniformSampler(seed=0)
     sampler.bind(ROWS)
     sampler.begin_step(0)
-    return collect(None, TOKENIZER, reward, sampler, ROWS, engine, config)
+    return collect(Rollout(None, TOKENIZER, engine, reward), sampler, ROWS, config)
 
 
 def test_generation_batch_size_must_hold_whole_groups():

@@ -12,7 +12,7 @@ import torch
 
 import rlx.rollout.engine as engine_module
 from rlx.forward.logprobs import sequence_logprobs
-from rlx.rollout.engine import RolloutEngine
+from rlx.rollout.engine import GenerationRequest, RolloutEngine
 from rlx.rollout.generate import HFGenerate
 
 from .conftest import PROMPTS
@@ -42,9 +42,9 @@ def float32_tolerance(model, gen, temperature: float) -> tuple[float, float]:
 def test_greedy_matches_hf_generate(model_and_tokenizer):
     model, tok = model_and_tokenizer
     mine = RolloutEngine(compile=False, overlap_scoring=True, reuse_logprobs=True)(
-        model, tok, PROMPTS, 8, 1.0, greedy=True, repeats=2
+        model, tok, GenerationRequest(PROMPTS, 8, 1.0, greedy=True, repeats=2)
     )
-    theirs = HFGenerate(overlap_scoring=True)(model, tok, PROMPTS, 8, 1.0, greedy=True, repeats=2)
+    theirs = HFGenerate(overlap_scoring=True)(model, tok, GenerationRequest(PROMPTS, 8, 1.0, greedy=True, repeats=2))
     assert torch.equal(mine.input_ids, theirs.input_ids)
     assert torch.equal(mine.attention_mask, theirs.attention_mask)
     assert torch.equal(mine.response_mask, theirs.response_mask)
@@ -58,7 +58,7 @@ def test_decode_logprobs_equal_the_trainers_forward(model_and_tokenizer, tempera
     model, tok = model_and_tokenizer
     torch.manual_seed(0)
     gen = RolloutEngine(compile=False, overlap_scoring=True, reuse_logprobs=True)(
-        model, tok, PROMPTS, 12, temperature, greedy=False, repeats=4
+        model, tok, GenerationRequest(PROMPTS, 12, temperature, greedy=False, repeats=4)
     )
     assert gen.input_ids.shape[0] == 16 and gen.logprobs.shape == gen.response_mask.shape
     trainer, entropy = sequence_logprobs(
@@ -78,7 +78,7 @@ def test_layout_matches_the_rollout_batch_contract(llama):
     model, tok = llama
     torch.manual_seed(1)
     gen = RolloutEngine(compile=False, overlap_scoring=True, reuse_logprobs=True)(
-        model, tok, PROMPTS, 6, 1.0, greedy=False, repeats=3
+        model, tok, GenerationRequest(PROMPTS, 6, 1.0, greedy=False, repeats=3)
     )
     width_p = gen.input_ids.shape[1] - gen.response_width
     enc = tok(PROMPTS, padding=True, add_special_tokens=False, return_tensors="pt")
@@ -109,7 +109,7 @@ def test_one_prefill_per_prompt_and_finished_rows_leave(llama, monkeypatch, scri
     monkeypatch.setattr(type(model), "forward", recorded)
     torch.manual_seed(2)
     gen = RolloutEngine(compile=False, overlap_scoring=True, reuse_logprobs=True)(
-        model, tok, PROMPTS, 6, 1.0, greedy=False, repeats=3
+        model, tok, GenerationRequest(PROMPTS, 6, 1.0, greedy=False, repeats=3)
     )
     width_p = gen.input_ids.shape[1] - gen.response_width
     assert calls[0] == (4, width_p)  # the prefill: 4 distinct prompts, not 12 copies
@@ -129,7 +129,7 @@ def test_empty_prompt_is_refused(llama):
     model, tok = llama
     with pytest.raises(ValueError, match="at least one token"):
         RolloutEngine(compile=False, overlap_scoring=True, reuse_logprobs=True)(
-            model, tok, ["1+1=", ""], 4, 1.0, greedy=False
+            model, tok, GenerationRequest(["1+1=", ""], 4, 1.0, greedy=False)
         )
 
 
@@ -157,11 +157,11 @@ def test_compiled_decode_step_traces_one_graph_per_batch_bucket(llama, monkeypat
     monkeypatch.setattr(engine_module, "sample_tokens", scripted)
     compiled = RolloutEngine(compile=True, overlap_scoring=True, reuse_logprobs=True)
     compiled.backend = counting_backend
-    out = compiled(model, tok, PROMPTS, 6, 1.0, greedy=True, repeats=3)
+    out = compiled(model, tok, GenerationRequest(PROMPTS, 6, 1.0, greedy=True, repeats=3))
     assert len(graphs) == 2  # batch 12 (steps 1–2), then bucket 8 (steps 3–5): no graph per step
     step[0] = 0
     eager = RolloutEngine(compile=False, overlap_scoring=True, reuse_logprobs=True)(
-        model, tok, PROMPTS, 6, 1.0, greedy=True, repeats=3
+        model, tok, GenerationRequest(PROMPTS, 6, 1.0, greedy=True, repeats=3)
     )
     assert torch.equal(out.input_ids, eager.input_ids) and torch.equal(out.response_mask, eager.response_mask)
     assert torch.allclose(out.logprobs, eager.logprobs, atol=1e-5, rtol=0)

@@ -14,7 +14,7 @@ import rlx.forward.head as head_module
 import rlx.forward.logprobs as logprobs_module
 from rlx.forward.head import head_logprobs, split_head
 from rlx.forward.logprobs import forward_logprobs
-from rlx.rollout.engine import RolloutEngine
+from rlx.rollout.engine import GenerationRequest, RolloutEngine
 
 from .conftest import PROMPTS
 
@@ -99,7 +99,7 @@ def test_forward_logprobs_equal_the_logits_path_in_value_entropy_and_gradient(
     model, tok = model_and_tokenizer
     torch.manual_seed(0)
     gen = RolloutEngine(compile=False, overlap_scoring=True, reuse_logprobs=True)(
-        model, tok, PROMPTS, 5, 1.0, greedy=False, repeats=repeats
+        model, tok, GenerationRequest(PROMPTS, 5, 1.0, greedy=False, repeats=repeats)
     )
     model = copy.deepcopy(model).train()
     assert split_head(model) is not None
@@ -114,7 +114,7 @@ def test_forward_logprobs_equal_the_logits_path_in_value_entropy_and_gradient(
 def test_the_fused_path_never_runs_the_lm_head(llama):
     model, tok = llama
     gen = RolloutEngine(compile=False, overlap_scoring=True, reuse_logprobs=True)(
-        model, tok, PROMPTS, 4, 1.0, greedy=True, repeats=2
+        model, tok, GenerationRequest(PROMPTS, 4, 1.0, greedy=True, repeats=2)
     )
     model = copy.deepcopy(model).train()
     split_head(model)  # its one-time check runs the whole model once
@@ -161,7 +161,7 @@ def test_lora_on_the_body_keeps_the_fused_head_and_lora_on_the_head_drops_it(lla
     body = get_peft_model(copy.deepcopy(model), LoraConfig(r=2, target_modules=["q_proj", "v_proj"]))
     assert split_head(body) is not None
     gen = RolloutEngine(compile=False, overlap_scoring=True, reuse_logprobs=True)(
-        model, tok, PROMPTS, 4, 1.0, greedy=True, repeats=2
+        model, tok, GenerationRequest(PROMPTS, 4, 1.0, greedy=True, repeats=2)
     )
     body.train()
     logits_logp, _, logits_grad = logp_and_grads(body, gen, False, monkeypatch)

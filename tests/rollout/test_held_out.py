@@ -24,10 +24,13 @@ class FakeRollout:
     def __init__(self) -> None:
         self.calls: list[tuple[int, float, bool, int]] = []
 
-    def __call__(self, policy, tokenizer, prompts, max_new_tokens, temperature, greedy, repeats=1, on_finished=None):
-        self.calls.append((len(prompts), temperature, greedy, repeats))
+    def __call__(self, policy, tokenizer, request, on_finished=None):
+        greedy, repeats = request.greedy, request.repeats
+        self.calls.append((len(request.prompts), request.temperature, greedy, repeats))
         texts = [
-            f"{p}|{'greedy' if greedy else round(float(torch.rand(())), 6)}" for p in prompts for _ in range(repeats)
+            f"{p}|{'greedy' if greedy else round(float(torch.rand(())), 6)}"
+            for p in request.prompts
+            for _ in range(repeats)
         ]
         return SimpleNamespace(texts=texts)  # the one field held_out_verdicts reads
 

@@ -14,7 +14,7 @@ import torch
 
 from rlx.algos.correction import OffPolicySequenceMask, SequenceMIS, SequenceTIS, TokenMIS, TokenTIS
 from rlx.forward.logprobs import sequence_logprobs
-from rlx.rollout.engine import RolloutEngine
+from rlx.rollout.engine import GenerationRequest, RolloutEngine
 from rlx.rollout.mismatch import mismatch_metrics
 
 from .conftest import PROMPTS
@@ -41,7 +41,7 @@ def sample_and_score(sampler_model, trainer_model, tok):
     """The engine's tokens and log-probs from `sampler_model`, the trainer's float32 forward of `trainer_model`."""
     torch.manual_seed(0)
     gen = RolloutEngine(compile=False, overlap_scoring=False, reuse_logprobs=False)(
-        sampler_model, tok, PROMPTS, 10, 1.0, greedy=False, repeats=4
+        sampler_model, tok, GenerationRequest(PROMPTS, 10, 1.0, greedy=False, repeats=4)
     )
     with torch.no_grad():
         trainer = sequence_logprobs(trainer_model, gen.input_ids, gen.attention_mask, gen.response_width, 1.0, None)

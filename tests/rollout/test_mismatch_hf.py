@@ -11,6 +11,7 @@ import torch
 from rlx.forward.logprobs import sequence_logprobs
 from rlx.rewards.base import Status, Verdict
 from rlx.rollout.collect import to_batch
+from rlx.rollout.engine import GenerationRequest
 from rlx.rollout.generate import HFGenerate
 from rlx.rollout.mismatch import batch_mismatch, mismatch_metrics
 
@@ -25,7 +26,7 @@ TOLERANCE = 1e-4
 def test_hf_generate_logprobs_are_the_sampling_distributions(model_and_tokenizer):
     model, tok = model_and_tokenizer
     torch.manual_seed(0)
-    gen = HFGenerate(overlap_scoring=False)(model, tok, PROMPTS, 12, 0.7, greedy=False, repeats=4)
+    gen = HFGenerate(overlap_scoring=False)(model, tok, GenerationRequest(PROMPTS, 12, 0.7, greedy=False, repeats=4))
     assert gen.logprobs is not None and gen.temperature == 0.7 and not gen.reusable  # μ, never π_old
     mask = gen.response_mask
     assert (gen.logprobs[mask == 0] == 0).all() and (gen.logprobs[mask > 0] < 0).all()
@@ -39,5 +40,5 @@ def test_hf_generate_logprobs_are_the_sampling_distributions(model_and_tokenizer
     batch = to_batch(gen, [Verdict(1.0, Status.PASS)] * 16, [0, 1, 2, 3], 4, [])  # what the trainer's step holds
     assert batch.sampling_logp is None  # not taken for π_old: prepare runs the forward, and the step logs
     assert set(batch_mismatch(dataclasses.replace(batch, old_logp=trainer))) == set(m)  # rollout/logprob_abs_diff_*
-    greedy = HFGenerate(overlap_scoring=False)(model, tok, PROMPTS, 12, 1.0, greedy=True)
+    greedy = HFGenerate(overlap_scoring=False)(model, tok, GenerationRequest(PROMPTS, 12, 1.0, greedy=True))
     assert greedy.logprobs is None  # held-out decoding: no sampling distribution to report

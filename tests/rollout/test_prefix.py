@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from rlx.forward.prefix import shared_prefix_logits
-from rlx.rollout.engine import RolloutEngine
+from rlx.rollout.engine import GenerationRequest, RolloutEngine
 
 from .conftest import PROMPTS
 
@@ -31,7 +31,7 @@ def test_shared_prefix_forward_equals_the_full_forward_in_value_and_gradient(mod
     model, tok = model_and_tokenizer
     torch.manual_seed(0)
     gen = RolloutEngine(compile=False, overlap_scoring=True, reuse_logprobs=True)(
-        model, tok, PROMPTS, 5, 1.0, greedy=False, repeats=3
+        model, tok, GenerationRequest(PROMPTS, 5, 1.0, greedy=False, repeats=3)
     )
     # float32: HF's RMSNorm computes in float32 whatever the parameters' dtype, so float64 buys nothing
     model = copy.deepcopy(model).train()
@@ -55,7 +55,7 @@ def shared_prefix_logits_detached(model, ids, mask, width):
 def test_rows_without_shared_prompts_take_one_plain_forward(llama):
     model, tok = llama
     gen = RolloutEngine(compile=False, overlap_scoring=True, reuse_logprobs=True)(
-        model, tok, PROMPTS, 3, 1.0, greedy=True, repeats=1
+        model, tok, GenerationRequest(PROMPTS, 3, 1.0, greedy=True, repeats=1)
     )
     calls = []
     handle = model.register_forward_pre_hook(
@@ -75,7 +75,7 @@ def test_rows_without_shared_prompts_take_one_plain_forward(llama):
 def test_checkpointing_and_float64_take_one_plain_forward(llama, case):
     model, tok = llama
     gen = RolloutEngine(compile=False, overlap_scoring=True, reuse_logprobs=True)(
-        model, tok, PROMPTS, 3, 1.0, greedy=True, repeats=2
+        model, tok, GenerationRequest(PROMPTS, 3, 1.0, greedy=True, repeats=2)
     )
     model = copy.deepcopy(model).train()
     if case == "float64":

@@ -20,8 +20,8 @@ from rlx.models.parts import Models
 from rlx.models.reference import FrozenReference
 from rlx.models.tiny import build_tiny_llama
 from rlx.rollout.batch import concat
-from rlx.rollout.collect import RolloutConfig, generate_and_score
-from rlx.rollout.engine import RolloutEngine
+from rlx.rollout.collect import Rollout, RolloutConfig, generate_and_score
+from rlx.rollout.engine import GenerationRequest, RolloutEngine
 from rlx.rollout.generate import HFGenerate
 from rlx.train import train
 from rlx.update import prepare
@@ -60,9 +60,8 @@ def counted(llama, monkeypatch):
 
 def rollout(model, tok, engine, temperature=1.0):
     torch.manual_seed(0)
-    return generate_and_score(
-        model, tok, ScriptedReward(REWARDS), engine, ROWS, [0, 1, 2, 3], RolloutConfig(4, 4, 24, temperature, None)
-    )
+    rollout = Rollout(model, tok, engine, ScriptedReward(REWARDS))
+    return generate_and_score(rollout, ROWS, [0, 1, 2, 3], RolloutConfig(4, 4, 24, temperature, None))
 
 
 def engine(reuse: bool = True) -> RolloutEngine:
@@ -154,12 +153,12 @@ def test_a_temperature_mismatch_runs_the_forward(counted, cfg_factory, caplog):
 
 def test_logprobs_are_reused_only_where_they_are_exact(llama):
     model, tok = llama
-    assert engine()(model, tok, PROMPTS, 4, 1.0, greedy=False, repeats=2).reusable
-    assert not engine(reuse=False)(model, tok, PROMPTS, 4, 1.0, greedy=False, repeats=2).reusable
+    assert engine()(model, tok, GenerationRequest(PROMPTS, 4, 1.0, greedy=False, repeats=2)).reusable
+    assert not engine(reuse=False)(model, tok, GenerationRequest(PROMPTS, 4, 1.0, greedy=False, repeats=2)).reusable
     with torch.autocast("cpu", dtype=torch.bfloat16):  # trainer.precision=bf16-mixed
-        assert not engine()(model, tok, PROMPTS, 4, 1.0, greedy=False, repeats=2).reusable
+        assert not engine()(model, tok, GenerationRequest(PROMPTS, 4, 1.0, greedy=False, repeats=2)).reusable
     for other in (copy.deepcopy(model).bfloat16(), copy.deepcopy(model).double(), copy.deepcopy(model).train()):
-        gen = engine()(other, tok, PROMPTS, 4, 1.0, greedy=False, repeats=2)
+        gen = engine()(other, tok, GenerationRequest(PROMPTS, 4, 1.0, greedy=False, repeats=2))
         assert gen.logprobs is not None and not gen.reusable  # reported, but not for the update
         batch = rollout(other, tok, engine())
         assert batch.sampling_logp is None and batch.sampling_entropy is None  # prepare runs the forward

@@ -11,8 +11,8 @@ import torch
 
 from rlx.curriculum.uniform import UniformSampler
 from rlx.rewards.base import Status, Verdict
-from rlx.rollout.collect import RolloutConfig, collect
-from rlx.rollout.engine import RolloutEngine
+from rlx.rollout.collect import Rollout, RolloutConfig, collect
+from rlx.rollout.engine import GenerationRequest, RolloutEngine
 from rlx.rollout.generate import HFGenerate
 
 from .conftest import PROMPTS
@@ -28,10 +28,15 @@ def test_the_engine_reports_each_finished_row_once_with_its_final_text(llama, sc
     engine = RolloutEngine(compile=False, overlap_scoring=True, reuse_logprobs=True)
     reports: list[tuple[list[int], list[str]]] = []
     torch.manual_seed(2)
-    gen = engine(model, tok, PROMPTS, 6, 1.0, greedy=False, repeats=3, on_finished=lambda r, t: reports.append((r, t)))
+    gen = engine(
+        model,
+        tok,
+        GenerationRequest(PROMPTS, 6, 1.0, greedy=False, repeats=3),
+        on_finished=lambda r, t: reports.append((r, t)),
+    )
     step[0] = 0
     torch.manual_seed(2)
-    plain = engine(model, tok, PROMPTS, 6, 1.0, greedy=False, repeats=3)
+    plain = engine(model, tok, GenerationRequest(PROMPTS, 6, 1.0, greedy=False, repeats=3))
     # Slot 0 ← row 11 and slot 5 ← row 10 move into the holes (the tail's live slots), so slot 3 is still row 3.
     assert [rows for rows, _ in reports] == [[0, 5, 6], [3]]
     assert sorted(r for rows, _ in reports for r in rows) == torch.nonzero(~gen.truncated).squeeze(-1).tolist()
@@ -92,7 +97,7 @@ def run(model, tok, generator, overlap: bool, generation_batch_size):
     sampler.begin_step(0)
     torch.manual_seed(5)
     config = RolloutConfig(4, 4, 24, 1.0, generation_batch_size)
-    batch, _ = collect(model, tok, reward, sampler, ROWS, engine, config)
+    batch, _ = collect(Rollout(model, tok, engine, reward), sampler, ROWS, config)
     return batch, reward, engine
 
 

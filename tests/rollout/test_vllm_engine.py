@@ -16,7 +16,7 @@ from rlx.forward.logprobs import sequence_logprobs
 from rlx.models.adapters import plain_copy
 from rlx.models.tiny import build_tiny_llama
 from rlx.models.tokenizer import build_char_tokenizer
-from rlx.rollout.engine import RolloutEngine
+from rlx.rollout.engine import GenerationRequest, RolloutEngine
 from rlx.rollout.vllm_engine import VLLMEngine, merged_weights
 from tests.conftest import output, run_cli
 
@@ -102,7 +102,7 @@ def max_diff(gen, model, temperature):
 def test_sampling_contract_and_logprobs(engine, llama):
     model, tok = llama
     torch.manual_seed(0)
-    gen = engine(model, tok, PROMPTS, 24, 0.7, greedy=False, repeats=4)
+    gen = engine(model, tok, GenerationRequest(PROMPTS, 24, 0.7, greedy=False, repeats=4))
     assert gen.input_ids.shape[0] == 16 and gen.logprobs.shape == gen.response_mask.shape
     assert not gen.reusable and gen.entropy is None  # μ is measured against the trainer, never taken for it
     assert (~gen.truncated).any() and gen.truncated.any()  # rows that stopped at eos and rows cut at 24
@@ -112,12 +112,12 @@ def test_sampling_contract_and_logprobs(engine, llama):
     assert (gen.logprobs[gen.response_mask == 0] == 0).all()
     assert max_diff(gen, model, 0.7) < TOLERANCE
     torch.manual_seed(0)
-    again = engine(model, tok, PROMPTS, 24, 0.7, greedy=False, repeats=4)
+    again = engine(model, tok, GenerationRequest(PROMPTS, 24, 0.7, greedy=False, repeats=4))
     assert torch.equal(gen.input_ids, again.input_ids)  # seeds from torch's generator: reproducible
     assert gen.metrics["time/weight_sync"] > 0 and again.metrics["time/weight_sync"] == 0  # pushed once
-    mine = engine(model, tok, PROMPTS, 12, 1.0, greedy=True)
+    mine = engine(model, tok, GenerationRequest(PROMPTS, 12, 1.0, greedy=True))
     theirs = RolloutEngine(compile=False, overlap_scoring=True, reuse_logprobs=True)(
-        model, tok, PROMPTS, 12, 1.0, greedy=True
+        model, tok, GenerationRequest(PROMPTS, 12, 1.0, greedy=True)
     )
     assert torch.equal(mine.input_ids, theirs.input_ids) and mine.texts == theirs.texts
 
@@ -130,16 +130,16 @@ def test_weights_reach_vllm_after_an_optimiser_step(engine, llama, adapters):
     policy = lora(model) if adapters else copy.deepcopy(model)
     engine.mark_stale()  # another policy than the last test's
     torch.manual_seed(1)
-    gen = engine(policy, tok, PROMPTS, 16, 1.0, greedy=False, repeats=2)
+    gen = engine(policy, tok, GenerationRequest(PROMPTS, 16, 1.0, greedy=False, repeats=2))
     optimizer = torch.optim.SGD([p for p in policy.parameters() if p.requires_grad], lr=0.5)
     logp = sequence_logprobs(policy, gen.input_ids, gen.attention_mask, gen.response_width, 1.0, None)
     (-logp[gen.response_mask.bool()].mean()).backward()
     optimizer.step()
     assert engine.stale  # the optimiser step marked vLLM's weights stale
-    after = engine(policy, tok, PROMPTS, 16, 1.0, greedy=False, repeats=2)
+    after = engine(policy, tok, GenerationRequest(PROMPTS, 16, 1.0, greedy=False, repeats=2))
     assert after.metrics["time/weight_sync"] > 0 and max_diff(after, policy, 1.0) < TOLERANCE
     with torch.no_grad():  # weights changed behind vLLM's back (no optimiser step): the mismatch shows it
         for p in policy.parameters():
             p.add_(0.05)
-    stale = engine(policy, tok, PROMPTS, 16, 1.0, greedy=False, repeats=2)
+    stale = engine(policy, tok, GenerationRequest(PROMPTS, 16, 1.0, greedy=False, repeats=2))
     assert stale.metrics["time/weight_sync"] == 0 and max_diff(stale, policy, 1.0) > 100 * TOLERANCE
