@@ -13,7 +13,7 @@ import torch
 from rlx.curriculum.uniform import UniformSampler
 from rlx.rewards.base import Status, Verdict
 from rlx.rollout.collect import Rollout, RolloutConfig, collect
-from rlx.rollout.engine import Generation
+from rlx.rollout.engine import Generation, GenerationRequest
 
 TOKENIZER = types.SimpleNamespace(pad_token_id=0)
 ROWS = [{"prompt": f"p{i}", "answer": i} for i in range(12)]
@@ -88,6 +88,11 @@ def test_generation_batch_size_must_hold_whole_groups():
     config = RolloutConfig(5, 4, 4, 1.0, 8)
     assert config.chunks([3, 1, 4, 1, 5]) == [[3, 1], [4, 1], [5]]  # 8 sequences = 2 groups per call
     assert RolloutConfig(5, 4, 4, 1.0, None).chunks([3, 1, 4, 1, 5]) == [[3, 1, 4, 1, 5]]
+
+
+def test_a_training_request_samples_a_group_per_prompt_at_the_step_temperature():
+    request = RolloutConfig(5, 4, 6, 0.7, None).request(["p3", "p1"])
+    assert request == GenerationRequest(["p3", "p1"], max_new_tokens=6, temperature=0.7, greedy=False, repeats=4)
 
 
 def test_chunked_collect_builds_the_unchunked_batch():
