@@ -32,14 +32,14 @@ from _models import matmul_gflops, model_dir, parameters
 
 from rlx.data.arithmetic import ArithmeticTask
 from rlx.models.loading import load_local
-from rlx.rollout.engine import RolloutEngine
+from rlx.rollout.engine import GenerationRequest, RolloutEngine
 from rlx.rollout.generate import HFGenerate
 
 
 def measure(generator, model, tokenizer, prompts: list[str], new_tokens: int, group: int, seed: int) -> float:
     torch.manual_seed(seed)
     start = time.perf_counter()
-    out = generator(model, tokenizer, prompts, new_tokens, 1.0, greedy=False, repeats=group)
+    out = generator(model, tokenizer, GenerationRequest(prompts, new_tokens, 1.0, greedy=False, repeats=group))
     return int(out.response_mask.sum()) / (time.perf_counter() - start)
 
 
@@ -95,7 +95,7 @@ def main() -> None:
     for batch in args.batches:
         prompts = [row["prompt"] for row in task.train[: max(1, batch // args.group)]]
         for generator in engines.values():  # warm-up: first-call allocations, lazy imports
-            generator(model, tokenizer, prompts[:1], 2, 1.0, greedy=False, repeats=args.group)
+            generator(model, tokenizer, GenerationRequest(prompts[:1], 2, 1.0, greedy=False, repeats=args.group))
         runs: dict[str, list[float]] = {name: [] for name in engines}
         for repeat in range(args.repeats):
             for name, generator in engines.items():
