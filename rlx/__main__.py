@@ -8,6 +8,9 @@ import os
 import sys
 
 import hydra
+from hydra import compose, initialize, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from rlx.cli import configs, implied
@@ -21,6 +24,7 @@ log = logging.getLogger("rlx")
     version_base="1.3", config_path=None, config_name="config"
 )  # configs come from rlx:// (see rlx.cli.configs)
 def run(cfg: DictConfig) -> float | None:
+    # deferred: kept out of --help's start-up (loaded once a run starts)
     from rlx.cli import status
     from rlx.cli.preflight import build_inputs, check_config
 
@@ -32,6 +36,7 @@ def run(cfg: DictConfig) -> float | None:
         inputs = build_inputs(cfg)  # data files, reward/data pairing, group size: before Lightning and transformers
         log.info("%s: %d RL steps, run directory %s", run_description(), cfg.trainer.max_steps, cfg.run_dir)
         status.enter("imports")
+        # deferred: kept out of --help's start-up (loaded once a run starts)
         from rlx.cli.logs import quiet_third_party
         from rlx.cli.ticker import heartbeat
 
@@ -58,8 +63,6 @@ def run(cfg: DictConfig) -> float | None:
 
 def run_description() -> str:
     """`algo=grpo reward=math data=arithmetic model=tiny`: the groups that say what this run is."""
-    from hydra.core.hydra_config import HydraConfig
-
     choices = HydraConfig.get().runtime.choices
     return " ".join(f"{g}={choices[g]}" for g in ("algo", "reward", "data", "model") if choices.get(g))
 
@@ -78,9 +81,6 @@ def hydra_arguments(argv: list[str]) -> argparse.Namespace:
 
 def compose_without(key: str):
     """The config this command line composes without its override of `key` (for a did-you-mean), or None."""
-    from hydra import compose, initialize, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
     args = hydra_arguments(sys.argv[1:])
     bare = key.lstrip("+~")
     rest = [o for o in args.overrides if o.split("=", 1)[0].lstrip("+~") != bare and "," not in o]

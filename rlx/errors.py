@@ -59,6 +59,7 @@ Compose = Callable[[str], "object | None"]  # drop this override, compose the re
 
 def explain(err: BaseException, compose: Compose | None = None) -> str | None:
     """The user-facing message for a bad input, or None for a bug."""
+    # deferred: rlx.errors stays stdlib-only: every rlx module imports it, rlx.score before hydra
     from hydra.errors import HydraException, MissingConfigException
     from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
@@ -131,6 +132,7 @@ def _unknown_key(key: str, appended: str, compose: Compose | None) -> str:
 
 
 def _select(cfg, path: str):
+    # deferred: rlx.errors stays stdlib-only (see explain)
     from omegaconf import OmegaConf
 
     return cfg if not path else OmegaConf.select(cfg, path, default=None)
@@ -139,6 +141,7 @@ def _select(cfg, path: str):
 def _accepts(target: str, name: str) -> bool:
     """Whether the callable `target` has a parameter `name` (imported lazily; False if it cannot be)."""
     try:
+        # deferred: rlx.errors stays stdlib-only (see explain)
         from hydra.utils import get_object
 
         params = inspect.signature(get_object(target)).parameters

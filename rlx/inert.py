@@ -267,6 +267,7 @@ def find_inert(parts: Parts, keys: list[str]) -> dict[str, str]:
 def command_line_keys() -> dict[str, str]:
     """{key: value} of this job's command-line (and sweep) overrides that set a config key: group choices
     (`algo=ppo`), deletions (`~key`) and hydra.* keys are left out. {} outside a Hydra app."""
+    # deferred: hydra only to read the command line's overrides; this module needs only omegaconf otherwise
     from hydra.core.hydra_config import HydraConfig
     from hydra.core.override_parser.overrides_parser import OverridesParser
 

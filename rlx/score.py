@@ -21,6 +21,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rlx.errors import ConfigError, did_you_mean, explain
+
 if TYPE_CHECKING:
     from rlx.rewards.base import Reward
 
@@ -32,8 +34,6 @@ ONE, BATCH = ("reward", "task", "completion"), ("reward", "tasks", "completions"
 
 
 def parse_args(argv: list[str]) -> tuple[dict, list[str]]:
-    from rlx.errors import ConfigError, did_you_mean
-
     args, overrides = {}, []
     for arg in argv:
         key, sep, value = arg.partition("=")
@@ -59,6 +59,7 @@ def parse_args(argv: list[str]) -> tuple[dict, list[str]]:
 
 def compose_config(overrides: list[str]):
     """rlx's config as `python -m rlx <overrides>` composes it."""
+    # deferred: hydra and rlx's config loader load only when a config is composed
     from hydra import compose, initialize
     from hydra.core.global_hydra import GlobalHydra
 
@@ -72,6 +73,7 @@ def compose_config(overrides: list[str]):
 
 def build_reward(name: str, overrides: list[str]) -> Reward:
     """The `reward` node of rlx's config composed with reward=<name> and the overrides, then instantiated."""
+    # deferred: hydra and rlx.checks load only when a reward is built
     from hydra.utils import get_class
 
     from rlx.checks import build_node
@@ -86,8 +88,6 @@ def build_reward(name: str, overrides: list[str]) -> Reward:
 
 
 def load_inputs(args: dict) -> tuple[dict, str]:
-    from rlx.errors import ConfigError
-
     paths = {k: Path(args[k]) for k in ("task", "completion")}
     for key, path in paths.items():
         if not path.is_file():
@@ -102,10 +102,9 @@ def load_inputs(args: dict) -> tuple[dict, str]:
 
 
 def main(argv: list[str]) -> dict:
-    from rlx.errors import ConfigError
-
     args, overrides = parse_args(argv)
     if "tasks" in args:
+        # deferred: only --tasks scoring needs rlx.score_batch
         from rlx.score_batch import score_files
 
         batch = build_reward(args["reward"], overrides)
@@ -131,8 +130,6 @@ def main(argv: list[str]) -> dict:
 
 
 def cli() -> None:
-    from rlx.errors import explain
-
     debug = os.environ.get("RLX_DEBUG", "0") not in ("", "0")
     argv = sys.argv[1:]
 

@@ -20,6 +20,7 @@ import os
 
 from hydra.core.config_search_path import ConfigSearchPath
 from hydra.core.object_type import ObjectType
+from hydra.core.plugins import Plugins
 from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSource
 from hydra.plugins.search_path_plugin import SearchPathPlugin
 from omegaconf import OmegaConf
@@ -93,8 +94,6 @@ class RlxSearchPathPlugin(SearchPathPlugin):
 def register() -> None:
     """Make both classes known to Hydra without its plugin scan, which cannot see the plugin package in
     some editable installs (setuptools' compat mode; hydra issues 2359, 3252). Idempotent."""
-    from hydra.core.plugins import Plugins
-
     plugins = Plugins.instance()
     plugins.register(RlxConfigSource)
     plugins.register(RlxSearchPathPlugin)

@@ -90,6 +90,7 @@ def option_lines(lines: list[str], options: dict[str, str], default: str, width:
 
 def hydra_options(group: str) -> list[str]:
     """The options Hydra itself sees for one of its groups (its own, installed plugins', rlx's)."""
+    # deferred: this module imports no hydra at top; only this query reads Hydra's state
     from hydra.core.global_hydra import GlobalHydra
 
     if not GlobalHydra.instance().is_initialized():

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
@@ -142,7 +143,6 @@ def sweep_size(config: DictConfig) -> int | None:
     trials = OmegaConf.select(config, "hydra.sweeper.n_trials", default=None)
     if isinstance(trials, int):
         return trials
-    from hydra.core.override_parser.overrides_parser import OverridesParser
 
     task = [str(o) for o in OmegaConf.select(config, "hydra.overrides.task", default=[]) or []]
     params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}

@@ -113,6 +113,7 @@ def quiet_third_party() -> None:
     # <run_dir>/wandb/*/logs/debug-internal.log and rlx logs where the run went. WANDB_SILENT=false shows them.
     os.environ.setdefault("WANDB_SILENT", "true")
     try:  # "Loading weights" / "Writing model shards" bars for a 4 MB model rlx saves and reloads itself
+        # deferred: transformers stays out of --help's start-up; only a run's logging needs it
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()

@@ -7,6 +7,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from hydra import compose
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from rlx.checks import build_node, check_algorithm, check_task
@@ -16,8 +20,6 @@ from rlx.errors import ConfigError
 
 def check_config(cfg: DictConfig) -> None:
     """Values the config leaves unset (`???`), the RL step budget, and a sweep started as a single run."""
-    from hydra.core.hydra_config import HydraConfig
-
     hydra = HydraConfig.get() if HydraConfig.initialized() else None
     choices = dict(hydra.runtime.choices) if hydra is not None else {}
     missing = sorted(OmegaConf.missing_keys(cfg))
@@ -40,9 +42,6 @@ def check_config(cfg: DictConfig) -> None:
 def check_value_types(cfg: DictConfig, hydra) -> None:
     """`algo.beta=abc`: a command-line value of another kind than the config's own value for that key (a number
     or a boolean), caught here rather than as a TypeError deep inside a component."""
-    from hydra import compose
-    from hydra.core.global_hydra import GlobalHydra
-
     choices = set(hydra.runtime.choices)
     values = [o for o in hydra.overrides.task if "=" in o and not o.startswith("~")]
     keyed = [(o.split("=", 1)[0].lstrip("+"), o) for o in values]
@@ -73,8 +72,6 @@ def _kind(value) -> str | None:
 def check_mode(hydra) -> None:
     """Hydra quietly starts a single run when it cannot compose a config as a multirun (its `get_mode` swallows
     the error), so a sweep file would run once with its defaults. Refuse instead."""
-    from hydra.types import RunMode
-
     params = OmegaConf.select(hydra, "sweeper.params", default=None)
     if hydra.mode == RunMode.RUN and params:
         sweeps = [o for o in hydra.overrides.task if re.match(r"^\+{0,2}sweeps=", o)]
@@ -108,8 +105,6 @@ def bundled_task_hint():
     try:
         yield
     except ConfigError as err:
-        from hydra.core.hydra_config import HydraConfig
-
         choices = HydraConfig.get().runtime.choices if HydraConfig.initialized() else {}
         reward, data = choices.get("reward"), choices.get("data")
         bundled = bundled_task(reward)

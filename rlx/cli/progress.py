@@ -15,6 +15,7 @@ from lightning.pytorch.callbacks import Callback
 
 from rlx.cli.logs import stream_is_tty
 from rlx.cli.ticker import Ticker
+from rlx.errors import ConfigError
 
 SHOWN = (("reward", "reward/mean", "{:.3f}"), ("kl", "loss/kl", "{:.4f}"), ("clipfrac", "loss/clipfrac", "{:.3f}"))
 
@@ -44,8 +45,6 @@ class Progress(Callback):
 
     def __init__(self, every_n_steps: int, stream=None) -> None:  # stream: tests capture the output
         if every_n_steps < 1:
-            from rlx.errors import ConfigError
-
             raise ConfigError(f"trainer.callbacks: Progress every_n_steps must be >= 1 (got {every_n_steps})")
         self.every_n_steps = every_n_steps
         self.stream = stream

@@ -24,6 +24,7 @@ def _datasets():
     """The datasets library with the hub switched off: any attempt to reach it fails instead of downloading."""
     os.environ["HF_DATASETS_OFFLINE"] = "1"
     os.environ["HF_HUB_OFFLINE"] = "1"
+    # deferred: datasets reads HF_HUB_OFFLINE when imported; it is set just above
     import datasets
 
     datasets.config.HF_DATASETS_OFFLINE = True

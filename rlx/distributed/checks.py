@@ -63,6 +63,7 @@ def check_world(world_size: int, strategy: str, algo, advantage, val_rows: int) 
             f"least one; raise data.val_size to >= {world_size}"
         )
     if strategy == STRATEGIES[1]:
+        # deferred: rlx.distributed.fsdp imports torch and Lightning; only trainer=fsdp needs it
         from rlx.distributed.fsdp import check_fsdp
 
         check_fsdp(world_size, algo)
@@ -124,6 +125,7 @@ def check_spawn(world_size: int, external: bool) -> None:
 
 def launched_externally() -> bool:
     """Whether a launcher Lightning recognises (torchrun, SLURM's srun, LSF) started this process as one rank."""
+    # deferred: Lightning stays out of the config checks; only launcher detection needs it
     from lightning.fabric.plugins.environments import (
         LSFEnvironment,
         SLURMEnvironment,
@@ -138,6 +140,7 @@ def hydra_launcher(cfg: DictConfig):
     node = OmegaConf.select(cfg, "hydra.launcher", default=None)
     if node is not None:
         return node
+    # deferred: this module imports no hydra at top; only this query reads Hydra's state
     from hydra.core.hydra_config import HydraConfig
 
     return HydraConfig.get().launcher if HydraConfig.initialized() else None
@@ -175,6 +178,7 @@ def check_trainer(trainer, algo, advantage, task) -> None:
 
 
 def multirun() -> bool:
+    # deferred: this module imports no hydra at top; only this query reads Hydra's state
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 

@@ -3,7 +3,9 @@ callback, the start of `train`): standard library only, so importing it costs no
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
 
 # The variables that place a process in a launch: Lightning's subprocess launcher sets LOCAL_RANK and NODE_RANK in
 # the ranks it starts (and 0 in its own process once it has started them), torchrun sets RANK, LOCAL_RANK and
@@ -23,9 +25,6 @@ def env_is_rank_zero() -> bool:
 def quiet_other_ranks() -> None:
     """One console: rank 0's. On every other rank the handlers that write to stdout keep only warnings and
     errors, and `print` goes nowhere; each rank's full log still goes to its own file (Hydra's job log)."""
-    import logging
-    import sys
-
     if env_is_rank_zero():
         return
     for handler in logging.getLogger().handlers:

@@ -28,6 +28,7 @@ from contextlib import ExitStack, contextmanager
 
 import torch
 from lightning.pytorch.strategies import ModelParallelStrategy
+from torch.distributed.fsdp import FSDPModule, fully_shard
 
 from rlx.errors import ConfigError
 
@@ -50,8 +51,6 @@ class FullyShardedDataParallel(ModelParallelStrategy):
 
 
 def sharded(module: torch.nn.Module | None) -> bool:
-    from torch.distributed.fsdp import FSDPModule
-
     return module is not None and any(isinstance(m, FSDPModule) for m in module.modules())
 
 
@@ -66,7 +65,6 @@ def shard_modules(lightning_module) -> None:
         return
     if not isinstance(trainer.strategy, FullyShardedDataParallel):
         return
-    from torch.distributed.fsdp import fully_shard
 
     mesh = lightning_module.device_mesh["data_parallel"]
     blocks = set(getattr(lightning_module.policy, "_no_split_modules", None) or [])
@@ -89,8 +87,6 @@ def full_weights(*models: torch.nn.Module | None) -> Iterator[None]:
     """Inside the block every FSDP module of `models` holds its full weights (one all-gather per module on
     entry) and forwards communicate nothing, so ranks may run different numbers of them; on exit the weights are
     resharded. A no-op for models that are not sharded (one process, DDP)."""
-    from torch.distributed.fsdp import FSDPModule
-
     modules = [m for model in models if model is not None for m in model.modules() if isinstance(m, FSDPModule)]
     if not modules:
         yield
@@ -122,6 +118,7 @@ class HeldWeights:
 
 def full_state_dict(model: torch.nn.Module) -> dict | None:
     """The model's full state dict on rank 0 (None elsewhere) when it is sharded: every rank must call it."""
+    # deferred: torch.distributed.checkpoint loads only to gather a sharded model's weights
     from torch.distributed.checkpoint.state_dict import (
         StateDictOptions,
         get_model_state_dict,

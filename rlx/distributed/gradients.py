@@ -56,6 +56,7 @@ def average_gradients(world: World, parameters: Iterable[torch.nn.Parameter]) ->
     One process, and parameters sharded by trainer=fsdp: nothing happens."""
     if not world.distributed:
         return
+    # deferred: torch.distributed.tensor only when parameters are sharded (trainer=fsdp)
     from torch.distributed.tensor import DTensor
 
     # FSDP's sharded parameters (DTensors) had their gradients reduce-scattered in their backward already

@@ -19,6 +19,7 @@ def fingerprint(model: torch.nn.Module) -> str:
     """A digest of a model's weights: sha256 over each parameter's float64 sum and sum of squares. Replicas
     that received the same updates are bitwise equal, so their digests are; replicas that diverged anywhere
     differ in some parameter's sums (equal sums after different updates would take a coincidence in float64)."""
+    # deferred: torch.distributed.tensor only when parameters are sharded (trainer=fsdp)
     from torch.distributed.tensor import DTensor
 
     sums = []
@@ -40,6 +41,7 @@ def replicas(world: World, model: torch.nn.Module) -> dict:
 def save_policy(world: World, policy, tokenizer, directory: Path) -> None:
     """`save_pretrained` of the policy and tokenizer by rank 0; a sharded (trainer=fsdp) policy is gathered
     first, on every rank."""
+    # deferred: rlx.distributed.fsdp imports Lightning; this module needs only torch otherwise
     from rlx.distributed.fsdp import full_state_dict, sharded
 
     state = full_state_dict(policy) if sharded(policy) else None

@@ -67,6 +67,7 @@ def split_head(model) -> Head | None:
 
 
 def _sharded(model) -> bool:
+    # deferred: torch.distributed.fsdp only to detect a sharded model (trainer=fsdp)
     from torch.distributed.fsdp import FSDPModule
 
     return any(isinstance(m, FSDPModule) for m in model.modules())

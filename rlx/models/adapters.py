@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from rlx.errors import ConfigError
 from rlx.models.reference import AdapterReference, FrozenReference
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 def plain_copy(policy) -> PreTrainedModel:
     """A deep copy of the policy as a plain transformers model (PPO's critic starts from its body): a LoRA
     policy's adapters are merged into the copy's weights and removed."""
+    # deferred (start-up time): peft loads only when model.peft is set
     from peft import PeftModel
 
     copied = copy.deepcopy(policy)
@@ -40,8 +42,8 @@ def plain_copy(policy) -> PreTrainedModel:
 def check_strategy(peft, trainer) -> None:
     """LoRA is refused under a sharded strategy at start: the adapter-disabled reference and the merged export
     are written for whole (replicated) weights, and have not been run on FSDP's shards."""
+    # deferred: rlx.distributed.fsdp imports Lightning; only this check needs it
     from rlx.distributed.fsdp import FullyShardedDataParallel
-    from rlx.errors import ConfigError
 
     if isinstance(peft, Lora) and isinstance(trainer.strategy, FullyShardedDataParallel):
         raise ConfigError(
@@ -61,6 +63,7 @@ class FullFineTuning:
 
     def export(self, world, policy, tokenizer, run_dir: Path) -> dict[str, str]:
         """`policy/` by rank 0 (gathered first under trainer=fsdp)."""
+        # deferred: rlx.distributed resolves save_policy lazily (rlx/distributed/__init__.py); only saving needs it
         from rlx.distributed import save_policy
 
         save_policy(world, policy, tokenizer, run_dir / "policy")
@@ -83,6 +86,7 @@ class Lora:
         self.r, self.alpha, self.dropout, self.target_modules = r, alpha, dropout, target_modules
 
     def wrap(self, policy):
+        # deferred (start-up time): peft loads only when model.peft is set
         from peft import LoraConfig, get_peft_model
 
         config = LoraConfig(
@@ -95,6 +99,7 @@ class Lora:
         try:
             wrapped = get_peft_model(policy, config)
         except ValueError as err:  # e.g. a target module the architecture does not have
+            # deferred: rlx.models.loading imports transformers; only this error path needs it
             from rlx.models.loading import ModelError
 
             raise ModelError(
@@ -120,6 +125,7 @@ class Lora:
         adapter_config.json + weights) and `policy/`: the base model reloaded from its own directory on the CPU
         with the saved adapter merged in, so the adapter directory is proven to load and the merged export costs
         no accelerator memory."""
+        # deferred (start-up time): peft and transformers load only to rebuild a saved adapter's model
         from peft import PeftModel
         from transformers import AutoModelForCausalLM
 

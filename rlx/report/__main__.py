@@ -30,6 +30,7 @@ def main(argv: list[str]) -> int:
             return 1
         print(write_report(path))
         if wandb and is_sweep_dir(path):
+            # deferred: rlx.report.wandb imports wandb's Lightning logger; only --wandb needs it
             from rlx.report.wandb import report_sweep
 
             print(report_sweep(path, force_online=True) or f"{path}: no run logged to W&B")

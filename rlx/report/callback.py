@@ -30,6 +30,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
@@ -51,8 +52,6 @@ def _job_dir(config: DictConfig) -> Path:
 def swept_keys(config: DictConfig) -> list[str]:
     """Keys the sweep varies: command-line sweep overrides (`a=1,2`, `range()`, `interval()`...) and the keys
     of `hydra.sweeper.params`."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
     keys: list[str] = []
     task = list(OmegaConf.select(config, "hydra.overrides.task", default=[]) or [])
     try:
@@ -89,6 +88,7 @@ class SweepReport(Callback):
 
     # ---------------------------------------------------------------- sweep
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        # deferred: rlx.report.* loads numpy and the report modules; Hydra loads this callback in every run
         from rlx.report.provenance import collect
         from rlx.report.runs import SWEEP_FILE, sweep_name
 
@@ -121,6 +121,7 @@ class SweepReport(Callback):
         self._done = True
         sweep_dir = _sweep_dir(config)
         try:
+            # deferred: rlx.report.* loads numpy and the report modules; Hydra loads this callback in every run
             from rlx.report import write_report
             from rlx.report.runs import load_sweep
 
@@ -132,6 +133,7 @@ class SweepReport(Callback):
             log.error("could not write the sweep report for %s:\n%s", sweep_dir, traceback.format_exc())
             return 0
         if self.wandb_report:
+            # deferred: rlx.report.wandb imports Lightning's WandbLogger; only W&B runs need it
             from rlx.report.wandb import report_sweep
 
             line = report_sweep(sweep_dir, runs)
@@ -172,6 +174,7 @@ class SweepReport(Callback):
             doc["error"] = f"{type(err).__name__}: {err}"
             doc["traceback"] = "".join(traceback.format_exception(type(err), err, err.__traceback__))
         if "wandb" in sys.modules:
+            # deferred: rlx.report.wandb imports Lightning's WandbLogger; only W&B runs need it
             from rlx.report.wandb import finish_run, run_url
 
             doc["wandb_url"] = run_url()  # None offline: the report links online runs only

@@ -37,6 +37,7 @@ from rlx.report.paired import (
 from rlx.report.provenance import markdown as provenance_markdown
 from rlx.report.runs import Run, tail_mean
 from rlx.report.stats import Interval, Outcome
+from rlx.report.teacher import pass_at, teacher_pass
 
 VARIANT_KEY = "sweeps/claims"  # the sweep's override `+sweeps/claims=<arm>`
 REFERENCE = "grpo"
@@ -54,6 +55,7 @@ def growth(run: Run, metric: str) -> float | None:
 
 def config_value(run: Run, key: str):
     """A key of the run's resolved config (config.yaml), or None."""
+    # deferred: omegaconf only to read a run's config.yaml; rlx.report imports no Hydra stack at top
     from omegaconf import OmegaConf
 
     path = run.job_dir / "config.yaml"
@@ -223,8 +225,6 @@ def beats_start_and_teacher(arms: Arms, teacher: Callable[[Path], dict[str, floa
 
 
 def pass_k(rates: dict[str, float]) -> dict[str, float]:
-    from rlx.report.teacher import pass_at
-
     return pass_at(rates, PASS_K)
 
 
@@ -252,8 +252,8 @@ def evaluate(
     teacher: Callable[[Path], dict[str, float] | None] | None = None,
 ) -> list[Row]:
     """Every claim's row: (a) first, then the arms' comparisons, then the properties held by construction."""
+    # deferred: rlx.report.kl imports the model stack; only claims sweeps need it
     from rlx.report.kl import kl_to_start
-    from rlx.report.teacher import teacher_pass
 
     arms = Arms.of(runs)
     rows = beats_start_and_teacher(arms, teacher or teacher_pass)

@@ -9,14 +9,14 @@ prompts: the sequence-level k1 estimator, unbiased, in nats per completion.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 
 def kl_to_start(run_dir: str | Path, prompts: int = 256, seed: int = 0) -> float | None:
     """Mean per-completion KL of the run's final policy (`<run>/policy`) to the model it started from
     (footprint.json's start_model) on its first `prompts` held-out prompts. None when either is missing."""
-    import json
-
+    # deferred: torch, transformers and the model stack load only when a KL is measured
     import torch
     from hydra.utils import instantiate
     from omegaconf import OmegaConf

@@ -3,6 +3,7 @@ with a ±1 std band per configuration when seeds are swept). matplotlib is impor
 
 from __future__ import annotations
 
+import json
 import statistics
 from pathlib import Path
 
@@ -49,15 +50,18 @@ def smooth(values: list[float]) -> list[float]:
 
 
 def _pyplot():
+    # deferred (start-up time): matplotlib loads only when a plot is drawn
     import matplotlib
 
     matplotlib.use("Agg")
+    # after matplotlib.use("Agg"): pyplot picks its backend when first imported
     import matplotlib.pyplot as plt
 
     return plt
 
 
 def _axes(plt, title: str, metric: str):
+    # deferred (start-up time): matplotlib loads only when a plot is drawn
     from matplotlib.ticker import MaxNLocator
 
     fig, ax = plt.subplots(figsize=(7.5, 4.2), dpi=110)
@@ -198,8 +202,6 @@ def held_out_curve(run: Run) -> dict[str, list[tuple[int, float]]]:
 
 
 def _jsonl(path: Path) -> list[dict]:
-    import json
-
     rows = []
     for line in path.read_text(encoding="utf-8").splitlines():
         try:

@@ -23,11 +23,14 @@ import math
 from pathlib import Path
 
 from rlx.report.aggregate import fmt_mean_std, group_by_config, leader, seeds_swept
+from rlx.report.claims import write_claims
 from rlx.report.paired import METRICS, compare_sweep
 from rlx.report.paired import markdown as paired_markdown
+from rlx.report.plots import plot_configs, plot_held_out, plot_sweep
 from rlx.report.provenance import markdown as provenance_markdown
 from rlx.report.robust import markdown as robust_markdown
-from rlx.report.runs import Run, differing_keys, load_sweep, sweep_name
+from rlx.report.run import write_run_report
+from rlx.report.runs import Run, differing_keys, is_sweep_dir, load_sweep, sweep_name
 
 FOOTNOTE = (
     "Final = mean of the last 10% of logged steps in each run's metrics.csv; held-out accuracy before/after "
@@ -278,19 +281,14 @@ def write_report(path: str | Path) -> Path:
     """Writes a sweep's report.md, report.csv and PNGs into the sweep directory (and claims.md for a claims
     sweep), or a single run's report.md and PNGs into the run directory. Returns report.md's path."""
     path = Path(path)
-    from rlx.report.runs import is_sweep_dir
 
     if not is_sweep_dir(path):
-        from rlx.report.run import write_run_report
-
         return write_run_report(path)
     info, runs = load_sweep(path)
     keys = differing_keys(runs, info.get("swept", []))
     name = info.get("name") or sweep_name(path)
     pngs: list[str] = []
     if runs:
-        from rlx.report.plots import plot_configs, plot_held_out, plot_sweep
-
         if seeds_swept(runs, keys):
             configs = group_by_config(runs, keys)
             pngs = plot_configs(path, configs) + plot_held_out(path, configs)
@@ -299,7 +297,6 @@ def write_report(path: str | Path) -> Path:
     write_csv(path / "report.csv", runs, keys)
     report = path / "report.md"
     report.write_text(markdown(name, info, runs, keys, pngs))
-    from rlx.report.claims import write_claims
 
     write_claims(path, runs, info)
     return report

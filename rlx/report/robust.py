@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rlx.report.aggregate import SEED_KEY
+from rlx.report.paired import swept_values
 from rlx.report.stats import BOOTSTRAP_SEED, LEVEL, RESAMPLES
 
 TRIM = 0.25  # IQM: a quarter of the runs cut from each end
@@ -36,12 +38,14 @@ class Estimate:
 
 
 def _iqm(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    # deferred (start-up time): scipy.stats loads only when an interval is computed
     from scipy import stats
 
     return stats.trim_mean(x, TRIM, axis=axis)  # [...] over runs on `axis`
 
 
 def _improvement(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    # deferred (start-up time): scipy.stats loads only when an interval is computed
     from scipy import stats
 
     u = stats.mannwhitneyu(x, y, axis=axis).statistic  # [...] pairs with x > y, plus half the ties
@@ -59,6 +63,7 @@ def probability_of_improvement(x, y) -> float:
 
 
 def _bootstrap(samples: tuple[np.ndarray, ...], statistic) -> tuple[float, float]:
+    # deferred (start-up time): scipy.stats loads only when an interval is computed
     from scipy import stats
 
     if any(len(s) < 2 for s in samples):  # one run in an arm: no spread to resample, no interval
@@ -117,9 +122,6 @@ def _fmt(e: Estimate | None, digits: int) -> str:
 def markdown(runs, keys: list[str], metrics) -> list[str]:
     """The report's "Aggregate over runs" section: per swept key (not the seed), each value's IQM and its
     P(value > reference), reference = the key's first value, for each of `metrics` (rlx.report.paired.Metric)."""
-    from rlx.report.aggregate import SEED_KEY
-    from rlx.report.paired import swept_values
-
     body = []
     for key in (k for k in keys if k != SEED_KEY):
         values = swept_values(runs, key)

@@ -15,6 +15,7 @@ import logging
 import traceback
 from pathlib import Path
 
+from rlx.report.plots import plot_run
 from rlx.report.runs import FOOTPRINT_FILE, Run, load_run
 
 log = logging.getLogger(__name__)
@@ -28,6 +29,7 @@ def training_state_bytes(module, optimizers) -> dict[str, int]:
     """Bytes of the training state, by part: each model's weights (policy, critic, frozen reference), one
     gradient per trained parameter (what backward holds at its peak) and each optimiser's real state
     (AdamW: two moments per parameter). `optimizers`: the policy's, then the critic's when there is one."""
+    # deferred: torch only to size optimizer state; reports of finished runs load without torch
     import torch
 
     out = {
@@ -99,8 +101,6 @@ def markdown(run: Run, pngs: list[str]) -> str:
 
 def write_run_report(run_dir: str | Path) -> Path:
     """reward.png, kl.png, length.png and report.md in `run_dir`. Returns report.md's path."""
-    from rlx.report.plots import plot_run
-
     run_dir = Path(run_dir)
     run = load_run(run_dir)
     pngs = plot_run(run, run_dir) if run.metrics else []

@@ -51,6 +51,7 @@ def read_overrides(job_dir: Path) -> list[str]:
     path = job_dir / ".hydra" / "overrides.yaml"
     if not path.is_file():
         return []
+    # deferred: rlx.report.runs is stdlib-only; omegaconf only for a sweep's overrides file
     from omegaconf import OmegaConf  # Hydra writes a YAML list of strings
 
     return [str(x) for x in OmegaConf.load(path)]

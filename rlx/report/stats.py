@@ -53,6 +53,7 @@ class Interval:
 def seed_interval(d: np.ndarray) -> Interval:
     """t interval of the mean of per-seed paired differences `d` [S]. Equal values (identical runs, or a
     difference the code fixes): the interval is that value, with no width."""
+    # deferred (start-up time): scipy.stats loads only when an interval is computed
     from scipy import stats
 
     d = np.asarray(d, dtype=float)
@@ -67,6 +68,7 @@ def seed_prompt_interval(d: np.ndarray) -> Interval:
     """Per-seed, per-prompt paired differences `d` [S, P] (e.g. correct_B − correct_A on prompt p in seed s):
     the hull of the two-way bootstrap interval of their mean (seeds and prompts resampled independently) and
     the t interval of the per-seed means."""
+    # deferred (start-up time): scipy.stats loads only when an interval is computed
     from scipy import stats
 
     d = np.asarray(d, dtype=float)  # [S, P]
@@ -98,6 +100,7 @@ def seed_prompt_interval(d: np.ndarray) -> Interval:
 
 def min_detectable(interval: Interval) -> float:
     """The smallest true difference this design detects with 80% power at the 5% level (two-sided)."""
+    # deferred (start-up time): scipy.stats loads only when an interval is computed
     from scipy import stats
 
     if interval.n_seeds < 2:

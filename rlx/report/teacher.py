@@ -24,6 +24,7 @@ def last_number(text: str) -> str | None:
 def teacher_pass(run_dir: str | Path, draws: int = DRAWS, seed: int = 0) -> dict[str, float] | None:
     """{held-out prompt: the teacher's pass rate} for the task in the run's config.yaml, or None when the task
     has no teacher."""
+    # deferred: hydra and omegaconf only to build a teacher reward; this module is stdlib-only otherwise
     from hydra.utils import instantiate
     from omegaconf import OmegaConf
 

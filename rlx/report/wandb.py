@@ -19,11 +19,14 @@ import json
 import logging
 import netrc
 import os
+import socket
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 from lightning.pytorch.loggers import WandbLogger
+
+from rlx.report.runs import SWEEP_FILE, differing_keys, load_sweep, split_override, sweep_name
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +55,6 @@ def api_host() -> tuple[str, int]:
 
 def reachable(timeout: float = 3.0) -> bool:
     """The W&B server accepts a TCP connection (a key without a network must not stall a run in wandb.init)."""
-    import socket
-
     try:
         with socket.create_connection(api_host(), timeout=timeout):
             return True
@@ -77,6 +78,7 @@ def resolve_mode(mode: str) -> str:
 
 def _hydra_context() -> dict:
     """Group, sweep keys and resolved config of the current Hydra job ({} outside Hydra)."""
+    # deferred: hydra only inside a Hydra run; reports of finished sweeps load without it
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
     from omegaconf import OmegaConf
@@ -95,8 +97,6 @@ def _hydra_context() -> dict:
         except Exception:  # noqa: BLE001 — an unresolvable key (e.g. a missing env var): log it unresolved
             ctx["config"] = OmegaConf.to_container(OmegaConf.load(job_cfg), resolve=False)
     if hc.mode == RunMode.MULTIRUN:
-        from rlx.report.runs import SWEEP_FILE, split_override, sweep_name
-
         sweep_dir = Path(str(hc.sweep.dir))
         swept = (
             json.loads((sweep_dir / SWEEP_FILE).read_text()).get("swept")
@@ -133,6 +133,7 @@ class RlxWandbLogger(WandbLogger):
         log_samples: bool,
         log_model: bool,
     ) -> None:
+        # deferred (start-up time): wandb loads only when a W&B run is open
         import wandb
 
         if wandb.run is not None:  # a previous job of this process (basic launcher) left its run open
@@ -179,6 +180,7 @@ class RlxWandbLogger(WandbLogger):
 
 def run_url() -> str | None:
     """The open W&B run's page, when it logs online (None offline or without a run)."""
+    # deferred (start-up time): wandb loads only when a W&B run is open
     import wandb
 
     run = wandb.run
@@ -189,6 +191,7 @@ def run_url() -> str | None:
 
 def finish_run(failed: bool) -> None:
     """Ends the process's W&B run (marked failed with exit code 1), if one is open."""
+    # deferred (start-up time): wandb loads only when a W&B run is open
     import wandb
 
     if wandb.run is not None:
@@ -214,6 +217,7 @@ def build_report(
     name: str, project: str, entity: str | None, keys: list[str], choices: dict, table_md: str = "", command: str = ""
 ):
     """The W&B Report (wandb_workspaces) comparing the sweep's group; built offline, saved by the caller."""
+    # deferred (start-up time): wandb_workspaces loads only to write a W&B report
     import wandb_workspaces.reports.v2 as wr
     from wandb_workspaces.reports.v2.interface import BlockTypes, PanelTypes
 
@@ -254,9 +258,8 @@ def report_sweep(sweep_dir: str | Path, runs: list | None = None, force_online: 
     """Creates the W&B Report for a sweep whose runs went to W&B. Returns one line saying what happened
     (None when no run used W&B). Never raises: the local report is the one that must exist.
     `force_online`: try even when the runs were logged offline (they have been `wandb sync`ed since)."""
+    # deferred: omegaconf only to read the sweep's configs; the module imports no Hydra stack at top
     from omegaconf import OmegaConf
-
-    from rlx.report.runs import differing_keys, load_sweep, sweep_name
 
     sweep_dir = Path(sweep_dir)
     info, loaded = load_sweep(sweep_dir)
@@ -281,6 +284,7 @@ def report_sweep(sweep_dir: str | Path, runs: list | None = None, force_online: 
             f"rerun `python -m rlx.report --wandb {sweep_dir}` later."
         )
     try:
+        # probe: is the wandb-workspaces package importable
         import wandb_workspaces  # noqa: F401
     except ImportError:
         return (

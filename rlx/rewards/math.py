@@ -73,6 +73,7 @@ def answers_equal(predicted: str, reference: str) -> bool:
 
 def math_verify_batch(pairs: list[tuple[str, str]], timeout_s: int) -> list[bool]:
     """Runs in the worker process's main thread, where math_verify's SIGALRM timeouts hold."""
+    # deferred: math_verify loads in the scoring worker process, not in the trainer
     from math_verify import parse, verify
 
     results = []

@@ -19,6 +19,7 @@ trainer instead of hanging it.
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import queue
@@ -196,8 +197,6 @@ class SamplerProcess:
 def _private_copy(policy: torch.nn.Module) -> torch.nn.Module:
     """A detached copy of the policy for the worker (the trainer's parameters, gradients and hooks stay
     here); pickling it for the spawned process moves its tensors to shared memory."""
-    import copy
-
     clone = copy.deepcopy(policy)
     for p in clone.parameters():
         p.grad = None

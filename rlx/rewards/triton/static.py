@@ -136,6 +136,7 @@ KERNEL_CALLS = {"range", "min", "max", "int", "float", "len"}
 
 @functools.cache
 def _tl_words() -> set[str]:
+    # optional dependency: triton (Linux only)
     import triton.language as tl
 
     return {n for n in dir(tl) if not n.startswith("_") and not isinstance(getattr(tl, n), types.ModuleType)}
@@ -143,6 +144,7 @@ def _tl_words() -> set[str]:
 
 @functools.cache
 def _tensor_words() -> set[str]:
+    # optional dependency: triton (Linux only)
     import triton.language as tl
 
     return {n for n in dir(tl.tensor) if not n.startswith("_")}
