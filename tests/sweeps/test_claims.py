@@ -165,7 +165,7 @@ def test_write_report_writes_claims_md_only_for_a_claims_sweep(tmp_path, with_cl
     if with_claims:
         claims_sweep(tmp_path, **PLANTED)
         monkeypatch.setattr("rlx.report.kl.kl_to_start", fake_kl)
-        monkeypatch.setattr("rlx.report.teacher.teacher_pass", fake_teacher)
+        monkeypatch.setattr("rlx.report.claims.teacher_pass", fake_teacher)  # claims.py imports it by name
         (tmp_path / "sweep.json").write_text('{"command": "python -m rlx +sweeps=seed_claims", "started": "today"}')
     else:
         write_job(tmp_path / "0", ["algo.beta=0"], {"reward/mean": [0.1]})
