@@ -17,7 +17,7 @@ import math
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -304,11 +304,21 @@ def collect(rollout: Rollout, sampler, rows: list[dict], config: RolloutConfig) 
     if n_kept > config.prompts_per_step:  # a sampler that oversamples may overfill the last round
         result = result.select(torch.nonzero(result.group_index < config.prompts_per_step).squeeze(-1))
     in_batch = grouped_rewards(result, g)
-    seconds = time.perf_counter() - start
-    stats = RolloutStats(rounds, generated, zero_std, tokens, seconds, statuses, len(in_batch), zero_variance(in_batch))
-    return result, replace(
-        stats, generate_seconds=timer.generate, score_seconds=timer.score, chunks=timer.chunks, engine=timer.engine
+    stats = RolloutStats(
+        rounds,
+        generated,
+        zero_std,
+        tokens,
+        time.perf_counter() - start,
+        statuses,
+        len(in_batch),
+        zero_variance(in_batch),
+        generate_seconds=timer.generate,
+        score_seconds=timer.score,
+        chunks=timer.chunks,
+        engine=timer.engine,
     )
+    return result, stats
 
 
 def zero_variance(groups: list[list[float]]) -> int:
