@@ -23,6 +23,7 @@ from pathlib import Path
 
 STATUS_FILE = "status.json"  # the file rlx.report.callback writes (rlx.report.runs.STATUS_FILE)
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+WARM_START = "warm start"  # the phase that builds a warm start (rlx.models.tiny); sweep budgets split it out
 _phase = "starting"
 _phase_cpu: dict[str, float] = {}  # CPU seconds spent in each phase since the job started (cpu_by_phase)
 _phase_since = time.process_time()

@@ -179,7 +179,7 @@ class TinyModel:
             if (target / "config.json").is_file():
                 log.info("warm start: reusing %s", target)
             else:
-                status.enter("warm start")
+                status.enter(status.WARM_START)
                 with isolated_rng():  # the SFT's draws never reach the caller's RNGs (the RL phase: rlx.seeding)
                     self.build(task, target, lock)
         finally:

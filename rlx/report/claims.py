@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rlx.cli.status import WARM_START
 from rlx.report.aggregate import fmt_mean_std
 from rlx.report.paired import (
     METRICS,
@@ -296,9 +297,6 @@ def cost_table(arms: Arms) -> list[str]:
             f"{fmt_mean_std((optimiser_steps(r) for r in rs), 0)} | {fmt_mean_std((r.cpu_s for r in rs), 0)} |"
         )
     return lines
-
-
-WARM_START = "warm start"  # the phase (rlx.cli.status) in which a job builds its seed's warm start
 
 
 def budget(runs: list[Run]) -> str:
