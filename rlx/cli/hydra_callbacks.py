@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -118,24 +119,43 @@ class FailedJob(Callback):
 
 class SweepProgress(Callback):
     """`sweep: 3/8 runs done (2 completed, 1 failed)` after each job of a multirun (the total when the sweeper
-    says it: the basic sweeper's product of the swept values, optuna's n_trials)."""
+    says it: the basic sweeper's product of the swept values, optuna's n_trials).
+
+    The count lives in `<sweep dir>/.progress`, a line appended per finished job, not in this object: a parallel
+    launcher (joblib) runs each job in a worker holding its own copy of the callbacks, where an in-memory count
+    would read 1 after every job."""
+
+    PROGRESS_FILE = ".progress"
 
     def __init__(self) -> None:
         self.total: int | None = None
-        self.done: dict[str, int] = {}
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        self.total, self.done = sweep_size(config), {}
+        self.total = sweep_size(config)
+        progress_file(config).unlink(missing_ok=True)  # a sweep started again into the same directory counts anew
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
         if config.hydra.mode != RunMode.MULTIRUN:
             return
         outcome = "completed" if job_return.status == JobStatus.COMPLETED else "failed"
-        self.done[outcome] = self.done.get(outcome, 0) + 1
-        count = sum(self.done.values())
+        path = progress_file(config)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # one short O_APPEND write per job: workers finishing together never interleave inside a line
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, f"{outcome}\n".encode())
+        finally:
+            os.close(fd)
+        done: dict[str, int] = {}
+        for line in path.read_text(encoding="utf-8").split():
+            done[line] = done.get(line, 0) + 1
         of = f"/{self.total}" if self.total else ""
-        counts = ", ".join(f"{n} {k}" for k, n in sorted(self.done.items()))
-        log.info("sweep: %d%s runs done (%s)", count, of, counts)
+        counts = ", ".join(f"{n} {k}" for k, n in sorted(done.items()))
+        log.info("sweep: %d%s runs done (%s)", sum(done.values()), of, counts)
+
+
+def progress_file(config: DictConfig) -> Path:
+    return Path(str(config.hydra.sweep.dir)) / SweepProgress.PROGRESS_FILE
 
 
 def sweep_size(config: DictConfig) -> int | None:

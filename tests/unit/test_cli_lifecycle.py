@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import pickle
 import signal
 import socket
 import subprocess
@@ -14,10 +15,12 @@ import textwrap
 import time
 
 import pytest
+from hydra.core.utils import JobReturn, JobStatus
+from hydra.types import RunMode
 from omegaconf import OmegaConf
 
 from rlx.cli import status
-from rlx.cli.hydra_callbacks import RunDirBusy, RunDirLock, sweep_size
+from rlx.cli.hydra_callbacks import RunDirBusy, RunDirLock, SweepProgress, sweep_size
 from rlx.cli.lock import HeldLock, describe_holder
 from rlx.cli.ticker import Ticker
 
@@ -152,3 +155,32 @@ def test_cpu_seconds_are_split_by_phase_and_restart_with_each_job():
     assert split["warm start"] < 0.2 + 0.15  # the RL burn is not charged to the warm start
     status.start_job()  # a sweep worker's next job
     assert "warm start" not in status.cpu_by_phase() and status.phase() == "starting"
+
+
+def test_sweep_progress_counts_across_workers_copies(tmp_path, caplog):
+    """joblib runs each job in a worker holding a pickled copy of the callbacks: the count must come from the
+    sweep directory, not from one copy's memory (it printed "1/50 runs done" after every job)."""
+    config = OmegaConf.create(
+        {
+            "hydra": {
+                "mode": RunMode.MULTIRUN,
+                "sweep": {"dir": str(tmp_path / "sweep")},
+                "overrides": {"task": ["seed=0,1,2"]},
+                "sweeper": {},
+            }
+        }
+    )
+    (tmp_path / "sweep").mkdir()
+    (tmp_path / "sweep" / SweepProgress.PROGRESS_FILE).write_text("completed\n")  # a sweep run here before
+    main = SweepProgress()
+    main.on_multirun_start(config)
+    workers = [pickle.loads(pickle.dumps(main)) for _ in range(3)]
+    outcomes = [JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.COMPLETED]
+    with caplog.at_level("INFO", logger="rlx"):
+        for worker, outcome in zip(workers, outcomes, strict=True):
+            worker.on_job_end(config, JobReturn(status=outcome))
+    assert [r.getMessage() for r in caplog.records] == [
+        "sweep: 1/3 runs done (1 completed)",
+        "sweep: 2/3 runs done (1 completed, 1 failed)",
+        "sweep: 3/3 runs done (2 completed, 1 failed)",
+    ]
