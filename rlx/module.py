@@ -146,7 +146,7 @@ class RLModule(LightningModule):
         self.rollout = rollout = experience.rollout
         # rollout.max_staleness > 0: the sampler process and the batches in flight (rlx.rollout.async_collect)
         coupled = isinstance(algo.rollout_correction, NoCorrection)  # no correction: μ is π_old (async_collect)
-        self.ahead = AsyncCollect(rollout.max_staleness, rollout, coupled) if rollout.max_staleness > 0 else None
+        self.ahead = AsyncCollect(rollout.max_staleness, coupled) if rollout.max_staleness > 0 else None
         self.before_metrics: dict | None = None  # held-out metrics of the starting policy, kept across resumes
         self.val_tally = EvalTally()  # held-out sums of this rank (rlx.distributed.evaluation)
         self.val_weights = HeldWeights()  # trainer=fsdp: the policy's full weights while it evaluates
@@ -227,11 +227,10 @@ class RLModule(LightningModule):
 
     def collect(self, step: int) -> tuple[RolloutBatch, RolloutStats]:
         """The step's batch: generated here (max_staleness 0), or by the sampler process ahead of the update."""
-        if self.ahead is not None:  # rollout.max_staleness > 0 (rlx.rollout.async_collect)
-            args = (self.policy, self.tokenizer, self.reward, self.sampler, self.task.train)
-            return self.ahead.collect(step, *args, self.rollout_config(), self.seed)
-        self.sampler.begin_step(step)
         rollout = Rollout(self.policy, self.tokenizer, self.rollout, self.reward)
+        if self.ahead is not None:  # rollout.max_staleness > 0 (rlx.rollout.async_collect)
+            return self.ahead.collect(step, rollout, self.sampler, self.task.train, self.rollout_config(), self.seed)
+        self.sampler.begin_step(step)
         return collect(rollout, self.sampler, self.task.train, self.rollout_config())
 
     def rollout_config(self) -> RolloutConfig:

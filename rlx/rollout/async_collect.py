@@ -40,7 +40,7 @@ from rlx.errors import ConfigError
 from rlx.rollout.async_sampler import Job, Sampled, SamplerProcess, snapshot
 from rlx.rollout.batch import RolloutBatch
 from rlx.rollout.collect import Rollout, RolloutConfig, RolloutStats, collect
-from rlx.rollout.engine import Generation, GenerationRequest, Generator, OnFinished
+from rlx.rollout.engine import Generation, GenerationRequest, OnFinished
 from rlx.rollout.staleness import admissions, sampling_version
 
 
@@ -95,11 +95,11 @@ def throughput(seconds: float, tokens: int) -> dict[str, float]:
 
 
 class AsyncCollect:
-    """Args: max_staleness k ≥ 1; engine: the rollout Generator the sampler process runs; coupled: μ stands for
-    π_old (rollout_correction=none), else the trainer's forward gives π_old (decoupled)."""
+    """Args: max_staleness k ≥ 1; coupled: μ stands for π_old (rollout_correction=none), else the trainer's
+    forward gives π_old (decoupled). The sampler process runs the engine of the Rollout that `collect` is given."""
 
-    def __init__(self, max_staleness: int, engine: Generator, coupled: bool = False) -> None:
-        self.k, self.engine, self.coupled = max_staleness, engine, coupled
+    def __init__(self, max_staleness: int, coupled: bool = False) -> None:
+        self.k, self.coupled = max_staleness, coupled
         self.process: SamplerProcess | None = None
         self.admitted: dict[int, Admitted] = {}  # in flight: step → its prompts and version
         self.admitted_through = -1  # every batch ≤ this step was admitted
@@ -128,11 +128,14 @@ class AsyncCollect:
             )
 
     def collect(
-        self, step: int, policy, tokenizer, reward, sampler, rows, config: RolloutConfig, seed: int
+        self, step: int, rollout: Rollout, sampler, rows, config: RolloutConfig, seed: int
     ) -> tuple[RolloutBatch, RolloutStats]:
+        """Step `step`'s batch, from the sampler process; admits (and sends the current weights for) the batches
+        that become due, up to step + k. `rollout.engine` is what the sampler process runs."""
         start = time.perf_counter()
+        policy = rollout.policy
         if self.process is None:
-            self.process = SamplerProcess(policy, tokenizer, self.engine)
+            self.process = SamplerProcess(policy, rollout.tokenizer, rollout.engine)
             for t in sorted(self.admitted):  # resumed: the in-flight batches again, from their own versions
                 self.submit(t, rows, config, seed)
         sync = 0.0
@@ -153,7 +156,7 @@ class AsyncCollect:
         if sampled.step != step:
             raise RuntimeError(f"the sampler sent step {sampled.step}'s batch at step {step}")
         admitted = self.admitted.pop(step)
-        batch, stats = self.assemble(step, sampled, admitted, policy, tokenizer, reward, sampler, rows, config)
+        batch, stats = self.assemble(rollout, sampled, admitted, sampler, rows, config)
         self.weights = {v: w for v, w in self.weights.items() if any(a.version == v for a in self.admitted.values())}
         engine = {"time/wait_trainer": waited, "time/wait_sampler": sampled.idle, "time/weight_sync": sync}
         stats = replace(
@@ -183,7 +186,7 @@ class AsyncCollect:
         )
         self.sent = admitted.version
 
-    def assemble(self, step, sampled: Sampled, admitted: Admitted, policy, tokenizer, reward, sampler, rows, config):
+    def assemble(self, rollout: Rollout, sampled: Sampled, admitted: Admitted, sampler, rows, config: RolloutConfig):
         """`collect` over the delivered Generations, rows tagged with their version. Decoupled, the sampler's
         log-probs are μ only, never π_old (not even at step 0, whose version is the current one: the mismatch
         columns exist from the first row); coupled, they are π_old as well, wherever the engine vouches for them
@@ -191,9 +194,7 @@ class AsyncCollect:
         generations = [g if self.coupled else replace(g, reusable=False) for g in sampled.generations]
         chunks = [[rows[i]["prompt"] for i in chunk] for chunk in config.chunks(admitted.indices)]
         delivered = Delivered(chunks, generations)
-        batch, stats = collect(
-            Rollout(policy, tokenizer, delivered, reward), Replay(sampler, admitted.indices), rows, config
-        )
+        batch, stats = collect(replace(rollout, engine=delivered), Replay(sampler, admitted.indices), rows, config)
         batch.policy_version = torch.full_like(batch.prompt_index, sampled.version)  # [N]
         return batch, stats
 

@@ -147,16 +147,17 @@ def test_worker_batches_equal_the_synchronous_loop_on_the_admitted_versions_weig
     sync_sampler, async_sampler = UniformSampler(seed=3), UniformSampler(seed=3)
     for s in (sync_sampler, async_sampler):
         s.bind(ROWS)
-    ahead = AsyncCollect(1, RolloutEngine(compile=False, overlap_scoring=False, reuse_logprobs=True))
+    engine = RolloutEngine(compile=False, overlap_scoring=False, reuse_logprobs=True)
+    rollout, ahead = Rollout(policy, tok, engine, Parity()), AsyncCollect(1)
     try:
         expected0, expected1 = sync_batch(policy, tok, sync_sampler, 0), sync_batch(policy, tok, sync_sampler, 1)
-        got0, stats0 = ahead.collect(0, policy, tok, Parity(), async_sampler, ROWS, CONFIG, seed=0)  # admits 0, 1
+        got0, stats0 = ahead.collect(0, rollout, async_sampler, ROWS, CONFIG, seed=0)  # admits 0, 1
         with torch.no_grad():  # "step 0's update": version 1 differs from version 0
             for p in policy.parameters():
                 p.add_(0.05 * torch.randn_like(p))
-        got1, _ = ahead.collect(1, policy, tok, Parity(), async_sampler, ROWS, CONFIG, seed=0)  # admits 2 (v1)
+        got1, _ = ahead.collect(1, rollout, async_sampler, ROWS, CONFIG, seed=0)  # admits 2 (v1)
         expected2 = sync_batch(policy, tok, sync_sampler, 2)
-        got2, stats2 = ahead.collect(2, policy, tok, Parity(), async_sampler, ROWS, CONFIG, seed=0)
+        got2, stats2 = ahead.collect(2, rollout, async_sampler, ROWS, CONFIG, seed=0)
     finally:
         ahead.close()
     same_batch(expected0, got0)  # step 0: version 0 is the current policy, staleness 0
@@ -204,11 +205,12 @@ def test_a_long_completion_group_is_trained_in_full_at_every_step(llama):
     sampler = UniformSampler(seed=0)
     sampler.bind(rows)
     config = RolloutConfig(prompts_per_step=4, group_size=2, max_new_tokens=5, temperature=1.0, generation_batch_size=4)
-    ahead = AsyncCollect(1, LongAndShort(), coupled=True)  # rollout_correction=none: μ stands for π_old
+    rollout = Rollout(policy, tok, LongAndShort(), Parity())
+    ahead = AsyncCollect(1, coupled=True)  # rollout_correction=none: μ stands for π_old
     trained = []
     try:
         for step in range(3):
-            batch, _ = ahead.collect(step, policy, tok, Parity(), sampler, rows, config, seed=0)
+            batch, _ = ahead.collect(step, rollout, sampler, rows, config, seed=0)
             trained.append(batch)
     finally:
         ahead.close()
