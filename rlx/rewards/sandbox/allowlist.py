@@ -17,6 +17,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from packaging.requirements import InvalidRequirement, Requirement
+
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/ld.so.cache")
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 JAIL_MODULES = ("rlx.rewards.sandbox.zygote", "rlx.rewards.sandbox.frames", "rlx.rewards.sandbox.syscalls")
@@ -32,9 +34,6 @@ def _module_file(module: str) -> tuple[str, str]:
 
 def _requirement_names(dist: importlib.metadata.Distribution) -> list[str]:
     """Names of the distributions `dist` needs (markers evaluated here, extras left out)."""
-    # deferred: packaging is not a declared dependency (transformers brings it); only requirement strings need it
-    from packaging.requirements import InvalidRequirement, Requirement
-
     names = []
     for text in dist.requires or ():
         try:
