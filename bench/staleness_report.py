@@ -1,6 +1,6 @@
 """The staleness sweep's report (sweeps/staleness.yaml): for each rollout correction, every max_staleness k > 0
-against k = 0, runs paired by seed, with rlx's paired statistics (rlx/report/stats.py: 95% interval, outcome
-words) on three measures:
+against k = 0, and each correction against none at the same k; runs paired by seed, with rlx's paired statistics
+(rlx/report/stats.py: 95% interval, outcome words) on three measures:
 
 - wall seconds per RL step (the mean of metrics.csv's time/step over the run);
 - held-out greedy accuracy at equal steps (the evaluation after RL; seeds × prompts interval);
@@ -62,14 +62,21 @@ def within(run: Run, budget: float) -> int:
     return max(e for e in evaluations(run) if clock.get(e, float("inf")) <= budget + 1e-9)
 
 
+def paired(runs: list[Run], base: tuple[str, str], arm: tuple[str, str]) -> dict[str, tuple[Run, Run]]:
+    """{seed: (base run, arm run)} among completed runs, each arm named by (max_staleness k, correction)."""
+    index = {
+        (r.override_map.get(K, "0"), r.override_map.get(CORRECTION, "none"), r.override_map.get(SEED, "?")): r
+        for r in runs
+        if r.status == "completed"
+    }
+    return {
+        s: (index[(*base, s)], run) for (k, c, s), run in sorted(index.items()) if (k, c) == arm and (*base, s) in index
+    }
+
+
 def pairs(runs: list[Run], correction: str, k: str) -> dict[str, tuple[Run, Run]]:
     """{seed: (k = 0 run, k run)} among completed runs of this correction."""
-    index = {
-        (r.override_map.get(K, "0"), r.override_map.get(SEED, "?")): r
-        for r in runs
-        if r.status == "completed" and r.override_map.get(CORRECTION, "none") == correction
-    }
-    return {s: (index[("0", s)], run) for (v, s), run in sorted(index.items()) if v == k and ("0", s) in index}
+    return paired(runs, ("0", correction), (k, correction))
 
 
 def measures(paired: dict[str, tuple[Run, Run]]) -> dict[str, dict[str, list[tuple[Measure, Measure]]]]:
@@ -104,6 +111,22 @@ def curves(runs: list[Run]) -> list[str]:
     return lines
 
 
+def rows(correction: str, arms: str, pairs_by_seed: dict[str, tuple[Run, Run]]) -> list[str]:
+    """One table row per measure: the paired difference (second arm − first), its interval and outcome."""
+    out = []
+    for name, by_seed in measures(pairs_by_seed).items():
+        # an accuracy difference matters from 0.03 (the claims sweep's threshold): below the power to see that,
+        # the outcome is "underpowered", not "no detectable effect"
+        seeds, per_seed, interval, verdict = compare(
+            by_seed, meaningful=ACCURACY_MATTERS if "accuracy" in name else None
+        )
+        out.append(
+            f"| {correction} | {arms} | {name} | {fmt_interval(interval, 3)} | {len(seeds)} | "
+            f"**{verdict.word}** ({verdict.detail}) | {fmt_per_seed(seeds, per_seed, 3)} |"
+        )
+    return out
+
+
 def report(sweep_dir: Path) -> str:
     _, runs = load_sweep(sweep_dir)
     lines = [
@@ -112,25 +135,22 @@ def report(sweep_dir: Path) -> str:
         f"{len(runs)} runs, {sum(r.status == 'completed' for r in runs)} completed.",
         "",
     ]
-    lines += ["## Paired against max_staleness = 0 (by seed)", ""]
-    lines += [
-        "| correction | k vs 0 | measure | difference [95% interval] | seeds | outcome | per seed |",
+    corrections = sorted({r.override_map.get(CORRECTION, "none") for r in runs})
+    ks = sorted({r.override_map.get(K, "0") for r in runs}, key=int)
+    header = [
+        "| correction | arms | measure | difference [95% interval] | seeds | outcome | per seed |",
         "|---|---|---|---|---|---|---|",
     ]
-    corrections = sorted({r.override_map.get(CORRECTION, "none") for r in runs})
-    ks = sorted({r.override_map.get(K, "0") for r in runs} - {"0"}, key=int)
+    lines += ["## Each k against max_staleness = 0, within a correction (paired by seed)", "", *header]
     for correction in corrections:
-        for k in ks:
-            for name, by_seed in measures(pairs(runs, correction, k)).items():
-                # an accuracy difference matters from 0.03 (the claims sweep's threshold): below the power to
-                # see that, the outcome is "underpowered", not "no detectable effect"
-                seeds, per_seed, interval, verdict = compare(
-                    by_seed, meaningful=ACCURACY_MATTERS if "accuracy" in name else None
-                )
-                digits = 3
-                lines.append(
-                    f"| {correction} | {k} vs 0 | {name} | {fmt_interval(interval, digits)} | {len(seeds)} | "
-                    f"**{verdict.word}** ({verdict.detail}) | {fmt_per_seed(seeds, per_seed, digits)} |"
+        for k in (k for k in ks if k != "0"):
+            lines += rows(correction, f"{k} vs 0", pairs(runs, correction, k))
+    if "none" in corrections and len(corrections) > 1:  # does the correction pay at each staleness?
+        lines += ["", "## Each correction against none, at the same k (paired by seed)", "", *header]
+        for correction in (c for c in corrections if c != "none"):
+            for k in ks:
+                lines += rows(
+                    correction, f"{correction} vs none at k = {k}", paired(runs, (k, "none"), (k, correction))
                 )
     lines += ["", "## Held-out accuracy against steps and wall time", "", *curves(runs), ""]
     return "\n".join(lines)
