@@ -73,6 +73,7 @@ BENCH: dict[str, list[str]] = {
     ],
     "sandbox_throughput.py": [],
     "staleness.py": ["--steps", "2", "--skip", "0", *FAST_MODEL],
+    "staleness_report.py": ["{sweep}"],  # a finished sweep's directory: the shrunk eps_beta_g sweep's
     "token_class.py": [
         "--seeds",
         "0",
@@ -387,7 +388,9 @@ def shrink(cmd: Command, artifacts: Artifacts, work: Path, needs: list) -> tuple
         script = Path(cmd.argv[0]).name
         if script not in BENCH:
             pytest.fail(f"{cmd.where}: no shrink rule for bench/{script}: add it to BENCH in tests/e2e/readme.py")
-        return [str(REPO / cmd.argv[0]), *(a.format(work=work) for a in BENCH[script])], {}  # run from `work`
+        sweep = artifacts.sweep_dir(needs) if any("{sweep}" in a for a in BENCH[script]) else None
+        args = [a.format(work=work, sweep=sweep) for a in BENCH[script]]
+        return [str(REPO / cmd.argv[0]), *args], {}  # run from `work`
     # python -m rlx ...: placeholders and paths first, then the one-step shrink where the config has the key
     tokens, flags, config_dir = [], [], None
     rest = iter(cmd.argv[2:])
