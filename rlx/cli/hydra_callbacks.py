@@ -9,6 +9,7 @@ import io
 import logging
 import os
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -146,9 +147,7 @@ class SweepProgress(Callback):
             os.write(fd, f"{outcome}\n".encode())
         finally:
             os.close(fd)
-        done: dict[str, int] = {}
-        for line in path.read_text(encoding="utf-8").split():
-            done[line] = done.get(line, 0) + 1
+        done = Counter(path.read_text(encoding="utf-8").split())
         of = f"/{self.total}" if self.total else ""
         counts = ", ".join(f"{n} {k}" for k, n in sorted(done.items()))
         log.info("sweep: %d%s runs done (%s)", sum(done.values()), of, counts)

@@ -7,6 +7,7 @@ import io
 import json
 import os
 import pickle
+import re
 import signal
 import socket
 import subprocess
@@ -23,6 +24,7 @@ from rlx.cli import status
 from rlx.cli.hydra_callbacks import RunDirBusy, RunDirLock, SweepProgress, sweep_size
 from rlx.cli.lock import HeldLock, describe_holder
 from rlx.cli.ticker import Ticker
+from tests.conftest import REPO
 
 HOLD = textwrap.dedent(
     """
@@ -184,3 +186,20 @@ def test_sweep_progress_counts_across_workers_copies(tmp_path, caplog):
         "sweep: 2/3 runs done (1 completed, 1 failed)",
         "sweep: 3/3 runs done (2 completed, 1 failed)",
     ]
+
+
+def test_sweep_progress_under_the_real_joblib_launcher(tmp_path):
+    """The same through Hydra's joblib launcher, two workers: every count from 1 to 4 is printed once, and the
+    workers write to the one sweep directory the launcher made (its ${now:} resolved once)."""
+    (tmp_path / "app.py").write_text(
+        "import hydra\n@hydra.main(version_base=None, config_path=None)\ndef main(cfg):\n    pass\nmain()\n"
+    )
+    progress = "+hydra.callbacks.progress._target_=rlx.cli.hydra_callbacks.SweepProgress"
+    args = ["app.py", "-m", "+x=1,2,3,4", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", progress]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    counts = re.findall(r"sweep: (\d)/4 runs done", proc.stdout + proc.stderr)
+    assert sorted(counts) == ["1", "2", "3", "4"]
+    [written] = list((tmp_path / "multirun").glob("*/*/.progress"))
+    assert written.read_text().split() == ["completed"] * 4
