@@ -1,0 +1,52 @@
+"""The episode protocol: what a `conf/env/` choice is.
+
+An environment starts an episode from a dataset row, takes each of the model's turns as text and answers with a
+`Turn`: this turn's verdict (reward, status, components: the reward's own `Verdict`), whether the episode is
+done, and what the model sees before its next turn. Calls are batched: every episode in flight advances
+together, so an environment that scores in a sandbox pool (code_repair, kernel_refine) gets the whole turn at
+once. Single-turn RL is the one-turn episode of `RewardEnv` (rlx.envs.single): the default, not a second path.
+
+The trainer keeps the model's sampled token ids as sampled; an observation is only ever appended as context
+(tokenized raw when it is text, rendered as a continuation of the chat when it is messages). It gets no
+log-prob, no gradient and no place in any token count.
+
+An environment that raises is not the model's fault: its episodes end with status INFRA (excluded from the
+statistics), never a crashed trainer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from rlx.rewards.base import Verdict
+
+#: What the model sees next: text appended verbatim after its turn, or chat messages ({"role", "content"}:
+#: typically "user" or "tool") rendered with the tokenizer's chat template as the conversation's continuation.
+Observation = str | list[dict[str, str]] | None
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One episode's answer to one model turn."""
+
+    verdict: Verdict  # this turn's reward, status and components (the episode's outcome on its last turn)
+    done: bool  # the episode ends here (the environment's own decision; max_turns and the context cap end it too)
+    observation: Observation = None  # shown to the model before its next turn; ignored when done
+
+
+@runtime_checkable
+class Environment(Protocol):
+    """What every conf/env/ choice builds. `reset` and `step` take the episodes in flight together (one list
+    entry each, in the same order); episode state is whatever `reset` returns, opaque to the trainer."""
+
+    #: dataset fields every row must carry (checked at start, naming the file and row)
+    required_fields: tuple[str, ...]
+    #: the most model turns an episode may take (the trainer ends it after this many, status MAX_TURNS)
+    max_turns: int
+
+    def reset(self, rows: list[dict]) -> list[Any]: ...
+
+    def step(self, states: list[Any], completions: list[str]) -> list[Turn]: ...
+
+    def close(self) -> None: ...
