@@ -53,6 +53,11 @@ def storage_span(tensor: torch.Tensor) -> tuple[int, int]:
     return start, start + _int(_storage_bytes(storage))
 
 
+def storage_ptr(tensor: torch.Tensor) -> int:
+    """The address of a tensor's storage: which buffer it lives in, whatever view of it this is."""
+    return _int(_storage_ptr(_untyped_storage(tensor)))
+
+
 def encode_output(output: object, input_spans: list[tuple[int, int]]) -> dict:
     """The candidate's result, encoded, or NotATensor: it must be exactly a strided torch.Tensor whose memory
     overlaps no input's (a view of an input would pass for a copy)."""
