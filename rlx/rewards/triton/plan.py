@@ -52,11 +52,11 @@ def consistent(plan: Plan, tree: ast.Module, launches: list[Launch]) -> bool:
     """The launches used the planned block and the launched kernels mask iff planned."""
     blocks = [launch.ints[plan.name] for launch in launches if plan.name in launch.ints]
     same_block = bool(blocks) and all(type(v) is int and v == plan.block for v in blocks)
-    launched = {(launch.kernel, launch.line) for launch in launches}
+    names = {launch.kernel for launch in launches}
     memory = [
         node
-        for key, kernel in kernel_defs(tree).items()
-        if key in launched
+        for (name, _), kernel in kernel_defs(tree).items()
+        if name in names
         for node in ast.walk(kernel)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("load", "store")
     ]

@@ -44,15 +44,18 @@ def lookup(path: str) -> Held | None:
     not exist (the program would fail there at run time). Refused: private parts, denied modules and
     attributes, and a module reached through a path that is not its own (`F.torch`)."""
     parts = path.split(".")
-    if any(p.startswith("_") and p != "__future__" for p in parts):
-        raise Refused(f"{path}: a private attribute of a library")
     if not importable(parts[0]):
         raise Refused(f"import {parts[0]}")
-    value: object = importlib.import_module(parts[0])
+    try:
+        value: object = importlib.import_module(parts[0])
+    except ImportError:
+        return None
     for i in range(1, len(parts)):
         owner, attr = ".".join(parts[:i]), parts[i]
         if not isinstance(value, types.ModuleType):
             return Held(path, None, False)  # past the module: attributes of an object, checked as such
+        if attr.startswith("_"):
+            raise Refused(f"{owner}.{attr}: a private attribute of a library")
         if attr in DENIED_ATTRIBUTES.get(owner, ()):
             raise Refused(f"{owner}.{attr}")
         found = vars(value).get(attr, _MISSING)
