@@ -192,3 +192,9 @@ def test_an_unknown_torch_in_forward_stops_the_reward_at_start():
     limits = dict(wall_s=20, cpu_s=15, memory_mb=4096, fsize_mb=16, disk_mb=64, output_kb=8192)
     with pytest.raises(ValueError, match=r"reward\.torch_in_forward must be 'kernels_only' .*'reference_layers'"):
         TritonReward(2, "cpu", 1, 0, 2.0, 0.5, 0.5, 10, limits, 62100, torch_in_forward="level2")
+
+
+def test_a_module_level_alias_of_triton_jit_marks_kernels():
+    alias = HEAD + "jit = triton.jit\n@jit\ndef k(x):\n    tl.store(x, tl.load(x))\n"
+    result = static_checks(alias + MODEL.replace("_copy_kernel", "k"))
+    assert result.kernels == {("k", 6)} and result.checks["vocabulary"], result.reason

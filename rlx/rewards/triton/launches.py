@@ -12,8 +12,11 @@ line, from its code object: the checker matches it against the program's kernel 
 arguments (the plan's block), and the storages of the tensors passed to it (output provenance). Refused at the
 launch: an argument with `data_ptr` that is not exactly a tensor, a tensor passed as a `tl.constexpr` (under the
 interpreter it would reach the kernel body as a host tensor), and a @triton.jit function called outside a
-kernel body (the interpreter would run it as Python without a launch). Autotuner.run and Heuristics.run are
-wrapped too, as roots of the Triton-only call chains the account exempts (rlx.rewards.triton.account).
+kernel body (the interpreter would run it as Python without a launch). Under the interpreter a callable grid
+is evaluated here, before the launch, on the arguments as a compiled launch passes them: inside the
+interpreter's launch triton.language runs on the host, and a grid callable there could run kernel code outside
+any kernel. Autotuner.run and Heuristics.run are wrapped too, as roots of the Triton-only call chains the
+account exempts (rlx.rewards.triton.account).
 
 On a CPU (TRITON_INTERPRET=1), Triton has no driver and its autotuner cannot benchmark ("0 active drivers"):
 `InterpreterDriver` answers for it. Its benchmarker times nothing and reports every config alike, so the
@@ -32,6 +35,8 @@ from __future__ import annotations
 
 import builtins
 import dis
+import inspect
+import os
 import sys
 from dataclasses import dataclass, field
 from types import CodeType
@@ -43,6 +48,7 @@ from rlx.rewards.triton.tensors import storage_ptr
 from rlx.rewards.triton.vocabulary import BANNED_BUILTINS, IMPORTS, importable
 
 CANDIDATE_FILE = "<candidate>"
+LANGUAGE_DIR = os.path.join(account.TRITON_DIR, "language") + os.sep  # tl.tensor's methods call Triton's jit functions
 _IMPORT_OPS = {dis.opmap["IMPORT_NAME"]: "import", dis.opmap["IMPORT_FROM"]: "from"}
 
 
@@ -133,6 +139,8 @@ def install(session: Session) -> None:
             launches = session.launches
             if launches is not None:
                 _note(launches, session, self, args, kwargs)
+            if isinstance(self, interpreter.InterpretedFunction) and callable(kwargs.get("grid")):
+                kwargs["grid"] = _grid(self, args, kwargs)
             return _original(self, *args, **kwargs)
 
         cls.run = run
@@ -149,7 +157,7 @@ def install(session: Session) -> None:
 
     def call(self, *args, **kwargs):
         caller = sys._getframe(1).f_code
-        if caller not in session.kernel_codes and not caller.co_filename.startswith(account.TRITON_DIR):
+        if caller not in session.kernel_codes and not caller.co_filename.startswith(LANGUAGE_DIR):
             if session.launches is not None:
                 session.launches.refused.append(f"kernel {self.fn.__name__} called as a Python function")
             raise RuntimeError(f"@triton.jit function {self.fn.__name__} called outside a kernel")
@@ -165,6 +173,16 @@ def install(session: Session) -> None:
         driver.set_active(_interpreter_driver())
         interpreter.InterpretedFunction.warmup = lambda self, *args, grid, **kwargs: _WarmedKernel(self, kwargs)
         interpreter._implicit_cvt = _floats_as_fp32(interpreter._implicit_cvt)
+
+
+def _grid(kernel, args: tuple, kwargs: dict) -> tuple:
+    """A callable grid evaluated before the interpreter launches, on the arguments as a compiled launch passes
+    them (ints and tensors, defaults filled in). Triton's interpreter calls it inside its launch, where
+    triton.language is patched to run on the host: a grid callable there could run kernel code outside any
+    kernel."""
+    names = {*inspect.getfullargspec(kernel.fn).args, *inspect.getfullargspec(kernel.fn).kwonlyargs}
+    meta = inspect.getcallargs(kernel.fn, *args, **{k: v for k, v in kwargs.items() if k in names})
+    return tuple(kwargs["grid"](meta))
 
 
 def _guard_readers(session: Session) -> None:

@@ -219,21 +219,29 @@ class Program:
         return function.name, min([d.lineno for d in function.decorator_list] + [function.lineno])
 
     def is_kernel(self, node: ast.AST) -> bool:
-        """Whether some decorator of a def can be triton.jit (as its import holds it), called or not."""
+        """Whether some decorator of a def can be triton.jit (as its import holds it, or a module-level name
+        assigned from it: `jit = triton.jit`), called or not."""
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return False
+        for decorator in node.decorator_list:
+            target = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if self._holds_jit(target):
+                return True
+            if isinstance(target, ast.Name):
+                assigned = [b for b in self.bindings(target)[1] if isinstance(b, ast.Name)]
+                values = [self.parents.get(id(b)) for b in assigned]
+                if any(isinstance(v, ast.Assign) and self._holds_jit(v.value) for v in values):
+                    return True
+        return False
+
+    def _holds_jit(self, node: ast.AST) -> bool:
         # optional dependency: triton (Linux only)
         import triton
 
-        for decorator in node.decorator_list:
-            target = decorator.func if isinstance(decorator, ast.Call) else decorator
-            try:
-                held = self.held(target)
-            except Refused:
-                continue  # refused where it stands
-            if any(h is not None and h.value is triton.jit for h in held):
-                return True
-        return False
+        try:
+            return any(h is not None and h.value is triton.jit for h in self.held(node))
+        except Refused:
+            return False  # refused where it stands
 
     def kernel_scope(self, scope: Scope) -> bool:
         return scope.kind == FUNCTION and isinstance(scope.node, ast.FunctionDef) and self.is_kernel(scope.node)

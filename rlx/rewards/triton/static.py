@@ -15,7 +15,8 @@ are resolved by scope, as Python resolves them (rlx.rewards.triton.program, .sco
     (`F.torch`), a module used as a value, metaclasses; the program's own private names and attributes are
     fine: an attribute is its own when read through a method's own `self` (its first parameter, never rebound)
     or its own class;
-  * setting attributes on anything but a method's own `self`, an autograd `ctx` or its own classes;
+  * setting attributes through a module-level name or an import (monkeypatching a library; a function's own
+    variables, `self` and `ctx` included, are the runtime account's to judge);
   * `super(A, b)` but for its own class and instance, a class with keywords, or bases other than nn.Module,
     torch.autograd.Function, `object` and its own classes; dunder methods other than `__init__`;
   * Triton language functions outside kernel bodies, and inside a kernel (a def decorated by triton.jit as
