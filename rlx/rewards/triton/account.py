@@ -17,7 +17,8 @@ a kernel launch the harness wrapped is Triton's own (its interpreter copying arg
 autotune's reset/restore hooks, its benchmarker): a grid callable, a heuristics or prune function, a hook and an
 interpreted kernel body are the program's code and run under the full account. Under
 `reward.torch_in_forward=reference_layers`, an op inside the forward of a module whose exact type the reference
-`Model` instantiates (its own class's forward, not overridden on the instance) is the layer's.
+`Model` instantiates with parameters or buffers of its own (its own class's forward, not overridden on the
+instance; no more instances of a type than the reference builds) is the layer's.
 """
 
 from __future__ import annotations
@@ -66,27 +67,39 @@ GUARDED_READERS: dict[str, object] = {}  # name -> the wrapper the harness put o
 
 
 class Layers:
-    """The module types the reference Model instantiates, each with the code of its own forward."""
+    """The layers the reference Model instantiates: each torch.nn type with parameters or buffers (nn.Conv2d,
+    nn.Linear, nn.BatchNorm2d: not the parameter-free nn.ReLU or nn.Dropout, whose compute is what a level-2
+    answer fuses), the code of its own forward, and how many instances the reference builds (a program may run
+    as many of each, not more: extra layers would be torch compute the reference never did)."""
 
-    def __init__(self, types: set[type]) -> None:
+    def __init__(self, counts: dict[type, int]) -> None:
         self.code: dict[type, CodeType] = {}
-        for kind in types:
+        for kind in counts:
             code = getattr(getattr(kind, "forward", None), "__code__", None)
             if isinstance(code, CodeType):
                 self.code[kind] = code
-        self.codes = set(self.code.values())
+        self.counts = counts
 
-    def owns(self, frame: FrameType) -> bool | None:
-        """True: the frame runs an allowed layer's own forward; False: another module's; None: no module's."""
+    def owns(self, frame: FrameType, used: dict[type, set[int]]) -> bool | None:
+        """True: the frame runs an allowed layer's own forward (one of the first `counts[type]` instances this
+        forward ran); False: another module's forward; None: no module's."""
         module = frame.f_locals.get("self")
         if not isinstance(module, torch.nn.Module):
             return None
         kind = type(module)
-        return self.code.get(kind) is frame.f_code and "forward" not in module.__dict__
+        if self.code.get(kind) is not frame.f_code or "forward" in module.__dict__:
+            return False
+        seen = used.setdefault(kind, set())
+        if id(module) not in seen and len(seen) >= self.counts[kind]:
+            return False
+        seen.add(id(module))
+        return True
 
 
-def origin(frame: FrameType | None, layers: Layers | None = None) -> str:
-    """Who issued the op whose innermost Python frame is `frame` (see the module docstring)."""
+def origin(frame: FrameType | None, account: Account | None = None) -> str:
+    """Who issued the op whose innermost Python frame is `frame` (see the module docstring); `account` holds
+    the reference's layers under torch_in_forward=reference_layers."""
+    layers = account.layers if account is not None else None
     while frame is not None:
         code = frame.f_code
         if code in ROOTS:
@@ -94,8 +107,8 @@ def origin(frame: FrameType | None, layers: Layers | None = None) -> str:
         if code in EXEMPT:
             return HARNESS
         if code.co_filename.startswith(TORCH_DIR):
-            if layers is not None and code.co_name == "forward":
-                owned = layers.owns(frame)
+            if layers is not None and account is not None and code.co_name == "forward":
+                owned = layers.owns(frame, account.layers_used)
                 if owned is not None:
                     return LAYER if owned else PROGRAM
         elif code not in TRANSPARENT and not code.co_filename.startswith(TRITON_DIR):
@@ -133,7 +146,7 @@ class Account:
         self.registry, self.layers = registry, layers
         self.refused: list[str] = []
         self.fresh: set[int] = set()
-        self.layer_ops = 0
+        self.layers_used: dict[type, set[int]] = {}  # the reference-layer instances this forward ran
 
     def refuse(self, what: str, frame: FrameType | None) -> PermissionError:
         if len(self.refused) < 16:
@@ -171,7 +184,7 @@ class DispatchAccount(TorchDispatchMode):
         kwargs = kwargs or {}
         account, frame = self.account, sys._getframe(1)
         name, overload = func._schema.name.split("::")[-1], func._overloadname
-        who = origin(frame, account.layers)
+        who = origin(frame, account)
         if who != HARNESS and any(type(t) not in PLAIN for t in _tensors((args, kwargs), [])):
             raise account.refuse(f"aten.{name} on a tensor subclass", frame)
         if who == PROGRAM and name not in VIEWS and name not in ALLOCATIONS:
@@ -180,8 +193,6 @@ class DispatchAccount(TorchDispatchMode):
                 raise account.refuse(f"aten.{name}.{overload}" if overload else f"aten.{name}", frame)
         if who == TRITON and name not in MARSHALLING:
             raise account.refuse(f"aten.{name} in Triton's launch path", frame)
-        if who == LAYER:
-            account.layer_ops += 1
         result = func(*args, **kwargs)
         if name in ALLOCATIONS and isinstance(result, torch.Tensor):
             account.fresh.add(storage_ptr(result))
@@ -203,7 +214,7 @@ class CallGuard(TorchFunctionMode):
                 raise self.account.refuse(f"torch.Tensor.{reader} replaced", sys._getframe(1))
         if name in READERS or name in ALLOCATORS:
             frame = sys._getframe(1)
-            if origin(frame, self.account.layers) == PROGRAM:
+            if origin(frame, self.account) == PROGRAM:
                 if name in READERS:
                     raise self.account.refuse(f"Tensor.{name}", frame)
                 result = func(*args, **kwargs)

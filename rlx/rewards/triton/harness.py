@@ -33,7 +33,15 @@ from rlx.rewards.triton.account import Account, CallGuard, DispatchAccount, Laye
 from rlx.rewards.triton.guards import canaries_intact, padded
 from rlx.rewards.triton.launches import CANDIDATE_FILE, Launches, Session, candidate_builtins, install
 from rlx.rewards.triton.records import CandidateTrial, Launch, ReferenceTrial, Timing
-from rlx.rewards.triton.tensors import NotATensor, encode_output, encode_tensor, storage_ptr, storage_span, to_torch
+from rlx.rewards.triton.tensors import (
+    NotATensor,
+    encode_output,
+    encode_tensor,
+    storage_ptr,
+    storage_span,
+    to_device,
+    to_torch,
+)
 
 # bound at import (the sandbox's zygote preloads this module before any candidate code exists)
 _function_modes, _dispatch_modes = torch._C._len_torch_function_stack, torch._C._len_torch_dispatch_stack
@@ -81,7 +89,7 @@ def _encode_input(value: object) -> dict:
 
 
 def _decode_input(encoded: dict, device: str) -> object:
-    return to_torch(encoded["tensor"]).to(device) if "tensor" in encoded else encoded["value"]
+    return to_device(to_torch(encoded["tensor"]), device) if "tensor" in encoded else encoded["value"]
 
 
 def _warm() -> None:
@@ -107,7 +115,7 @@ def serve(program: str, receive, send) -> None:
         op = message.get("op")
         try:
             if op == "load":
-                reply = _load(program, message, state)
+                reply = _load(program, message, state, session)
             elif op == "draw" and state.get("mode") == "reference":
                 reply = _draw(message, state)
             elif op == "forward" and state.get("mode") == "candidate":
@@ -122,14 +130,18 @@ def serve(program: str, receive, send) -> None:
 
 
 def _reference_layers(namespace: dict) -> Layers:
-    """The torch.nn module types the task's Model instantiates (its own class and containers aside)."""
+    """The torch.nn layers the task's Model instantiates: per type with parameters or buffers of its own, how
+    many (its own class, containers and parameter-free modules aside)."""
     model = namespace["Model"](*namespace["get_init_inputs"]())
-    kinds = {type(m) for m in model.modules()} if isinstance(model, torch.nn.Module) else set()
-    containers = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)
-    return Layers({k for k in kinds if k.__module__.startswith("torch.nn.") and not issubclass(k, containers)})
+    counts: dict[type, int] = {}
+    for module in model.modules() if isinstance(model, torch.nn.Module) else ():
+        own = [*module.parameters(recurse=False), *module.buffers(recurse=False)]
+        if type(module).__module__.startswith("torch.nn.") and own:
+            counts[type(module)] = counts.get(type(module), 0) + 1
+    return Layers(counts)
 
 
-def _load(program: str, message: dict, state: dict) -> dict:
+def _load(program: str, message: dict, state: dict, session: Session) -> dict:
     candidate, device = message["mode"] == "candidate", message["device"]
     namespace: dict = {"__name__": "__task__"}
     layers = None
@@ -154,6 +166,8 @@ def _load(program: str, message: dict, state: dict) -> dict:
         return {"error": _name(err).split(":")[0], "detail": _name(err)}
     if not _modes_clean():
         return {"violation": "torch mode left active after loading the program"}
+    if candidate and (changed := session.changed_class()):
+        return {"violation": f"the program changed {changed} (monkeypatching a library)"}
     state.update(model=model, namespace=namespace, device=device, mode=message["mode"], layers=layers)
     return {"ok": True}
 
@@ -208,6 +222,8 @@ def _forward(message: dict, state: dict, session: Session) -> CandidateTrial:
             torch.cuda.synchronize()
         if not _modes_clean():
             violation = "torch mode left active by forward"
+        elif changed := session.changed_class():
+            violation = f"the program changed {changed} (monkeypatching a library)"
         else:
             encoded = encode_output(output, spans)
             from_kernel = storage_ptr(output) in launches.storages

@@ -64,12 +64,23 @@ class Launches:
 
 
 class Session:
-    """The harness's handle on the current forward: its account and its launches (None between forwards)."""
+    """The harness's handle on the current forward: its account and its launches (None between forwards), and
+    what the classes the harness and Triton's launch path rely on looked like before any candidate code ran."""
 
     def __init__(self) -> None:
         self.account: account.Account | None = None
         self.launches: Launches | None = None
         self.kernel_codes: set[CodeType] = set()  # bodies of kernels running or called from one
+        self.classes: dict[type, dict[str, object]] = {}
+
+    def changed_class(self) -> str | None:
+        """The first attribute of a watched class the program set, replaced or deleted (monkeypatching), or None."""
+        for cls, before in self.classes.items():
+            now = vars(cls)
+            if now.keys() != before.keys() or any(now[k] is not v for k, v in before.items()):
+                changed = sorted(set(now) ^ set(before)) or [k for k, v in before.items() if now[k] is not v]
+                return f"{cls.__name__}.{changed[0]}"
+        return None
 
 
 def _plain(value: object) -> bool:
@@ -167,12 +178,16 @@ def install(session: Session) -> None:
     interpreter.InterpretedFunction.__call__ = call
     account.TRANSPARENT.add(call.__code__)
     _guard_readers(session)
+    watched = [torch.Tensor, torch.nn.Module, torch.nn.Parameter, torch.UntypedStorage, torch.autograd.Function]
+    watched += [jit.JITFunction, jit.KernelInterface, interpreter.InterpretedFunction, interpreter.GridExecutor]
+    watched += [autotuner.Autotuner, autotuner.Heuristics, autotuner.Config]
     if _interpreting():
         from triton.runtime.driver import driver
 
         driver.set_active(_interpreter_driver())
         interpreter.InterpretedFunction.warmup = lambda self, *args, grid, **kwargs: _WarmedKernel(self, kwargs)
         interpreter._implicit_cvt = _floats_as_fp32(interpreter._implicit_cvt)
+    session.classes = {cls: dict(vars(cls)) for cls in watched}
 
 
 def _grid(kernel, args: tuple, kwargs: dict) -> tuple:
@@ -197,7 +212,7 @@ def _guard_readers(session: Session) -> None:
             recording = session.account
             if recording is not None:
                 frame = sys._getframe(1)
-                if account.origin(frame, recording.layers) == account.PROGRAM:
+                if account.origin(frame, recording) == account.PROGRAM:
                     raise recording.refuse(f"Tensor.{_name}", frame)
             return _original(self, *args, **kwargs)
 

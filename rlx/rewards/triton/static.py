@@ -231,6 +231,8 @@ class _Check:
         if not isinstance(node.ctx, ast.Load):
             if kernel or not (self._local_root(base) or self._own_class(base)):
                 raise Refused(f"sets .{attr} of a module-level object or library (monkeypatching)")
+            if attr.startswith("_") and not (self.p.own_instance(base) or self._own_class(base)):
+                raise Refused(f"sets .{attr} of an object the program does not own")
             return
         held = self.p.held(node)  # raises Refused on a library's private or denied attribute
         if held and all(h is not None for h in held):

@@ -1,6 +1,6 @@
-# task: linear_relu
+# task: linear_layernorm
 # torch_in_forward: reference_layers
-# Every op of the task is a layer the reference instantiates: the answer comes from the layers alone, and a
+# Every op of the task is a layer the reference instantiates, so the layers alone compute the answer, and a
 # kernel launches on a scratch buffer. Stopped by: output provenance (no launched kernel got the output).
 import torch
 import torch.nn as nn
@@ -18,9 +18,9 @@ class ModelNew(nn.Module):
     def __init__(self, in_features, out_features):
         super().__init__()
         self.linear = nn.Linear(in_features, out_features)
-        self.relu = nn.ReLU()
+        self.norm = nn.LayerNorm(out_features)
 
     def forward(self, x):
         scratch = torch.zeros(16, device=x.device)
         scratch_k[(1,)](scratch, B=16)
-        return self.relu(self.linear(x))
+        return self.norm(self.linear(x))
