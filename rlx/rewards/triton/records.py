@@ -161,7 +161,7 @@ def first_by_trial(records, parse) -> dict:
 @dataclass(frozen=True)
 class Timing:
     """The harness's GPU timing of one forward (CUDA only): `ms`, the median milliseconds after warm-up, or
-    `error`, what the forward raised while timed; refused: the torch calls the allow-list refused while timed."""
+    `error`, what the forward raised while timed; refused: what the runtime account refused while timed."""
 
     ms: float | None = None
     error: str | None = None

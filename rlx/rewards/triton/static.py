@@ -216,7 +216,7 @@ class _Check:
         if any(h.module for h in held) and not (isinstance(parent, ast.Attribute) and parent.value is node):
             raise Refused(f"the module {held[0].path} used as a value")
         if kernel:
-            if any(not h.path.startswith("triton") for h in held):
+            if any(not h.path.startswith(("triton", "math.")) for h in held):
                 raise Refused(f"{held[0].path} inside a kernel")
         elif any(h.path.startswith("triton.language") and _language_function(h.value) for h in held):
             raise Refused(f"{held[0].path} outside a kernel (Triton language functions run only in kernels)")
@@ -361,7 +361,7 @@ def static_checks(
         checks["loads_and_stores"] = bool(writers & _transitive(program, LOADS | WRITES - {"store"}))
         _Check(program, constants, reserved).statements(tree.body)
     except Refused as refused:
-        return StaticResult(checks, f"outside the kernel vocabulary: {str(refused)[:160]}", kernels, writers)
+        return StaticResult(checks, f"refused by the static check: {str(refused)[:160]}", kernels, writers)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         checks["parses"] = False
         return StaticResult(checks, "", kernels, writers)
