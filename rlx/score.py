@@ -26,6 +26,7 @@ from rlx.errors import ConfigError, did_you_mean, explain
 if TYPE_CHECKING:
     from rlx.rewards.base import Reward
 
+SHOWN_CHARS = 2000  # a verdict's text fields are printed up to this many characters (a completion may be megabytes)
 USAGE = (
     "usage: python -m rlx.score reward=<name> task=<task.json> completion=<file> [reward.key=value ...]\n"
     "   or: python -m rlx.score reward=<name> tasks=<T.jsonl> completions=<C.jsonl> out=<V.jsonl> [reward.k=v ...]"
@@ -93,12 +94,35 @@ def load_inputs(args: dict) -> tuple[dict, str]:
         if not path.is_file():
             raise ConfigError(f"{key}={path}: no such file")
     try:
-        row = json.loads(paths["task"].read_text())
+        row = json.loads(read_text(paths["task"], "task"))
     except json.JSONDecodeError as err:
         raise ConfigError(f"task={paths['task']} is not JSON ({err}): write one dataset row as a JSON object") from None
     if not isinstance(row, dict):
         raise ConfigError(f"task={paths['task']} holds a {type(row).__name__}, not one row (a JSON object)")
-    return row, paths["completion"].read_text()
+    return row, read_text(paths["completion"], "completion")
+
+
+def read_text(path: Path, key: str) -> str:
+    """A file's text as UTF-8 (what a model's completion always is once decoded); other bytes: one clear line."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError(
+            f"{key}={path} is not UTF-8 text (byte 0x{data[err.start]:02x} at offset {err.start}): save it as "
+            "UTF-8, as a completion is text once its tokens are decoded"
+        ) from None
+
+
+def bounded(value, limit: int = SHOWN_CHARS):
+    """`value` with every string longer than `limit` characters cut to its start and a note of its length."""
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[:limit]}... [{len(value) - limit} more characters, {len(value)} in all]"
+    if isinstance(value, dict):
+        return {key: bounded(item, limit) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [bounded(item, limit) for item in value]
+    return value
 
 
 def main(argv: list[str]) -> dict:
@@ -121,6 +145,10 @@ def main(argv: list[str]) -> dict:
                 f"task={args['task']} lacks field(s) {missing} that reward={args['reward']} reads "
                 f"(it has {sorted(row)})"
             )
+        row_problem = getattr(reward, "row_problem", None)  # as training checks every row at start (rlx.checks)
+        problem = row_problem(row) if row_problem is not None else None
+        if problem:
+            raise ConfigError(f"task={args['task']}: {problem}")
         verdict = reward([completion], [row])[0]
     finally:
         close = getattr(reward, "close", None)
@@ -151,7 +179,7 @@ def cli() -> None:
             raise
         print(f"rlx.score: error: {message}", file=sys.stderr)
         raise SystemExit(1) from None
-    print(json.dumps(verdict, indent=2, default=str))
+    print(json.dumps(bounded(verdict), indent=2, default=str))
 
 
 if __name__ == "__main__":
