@@ -87,8 +87,14 @@ def check_algorithm(algo, advantage, has_critic: bool) -> None:
             f"algo.beta={algo.beta} puts a KL penalty to the reference model, but kl=none loads "
             "none. Set kl=k3 (or k1, k2), or algo.beta=0"
         )
-    if algo.temperature <= 0:
+    if not algo.temperature > 0:
         raise ConfigError(f"algo.temperature must be > 0 (got {algo.temperature})")
+    norms = [("algo.max_grad_norm", algo.max_grad_norm)]
+    if algo.critic is not None:
+        norms.append(("algo.critic.max_grad_norm", algo.critic.max_grad_norm))
+    for key, norm in norms:
+        if not norm > 0:  # a negative bound would flip the gradient's sign; NaN fails too
+            raise ConfigError(f"{key} must be > 0 (got {norm}): the gradient's norm is clipped to it; .inf for no clip")
 
 
 def check_task(task, reward) -> None:

@@ -159,6 +159,8 @@ def test_a_missing_data_file_fails_before_torch_is_imported(tmp_path, test_cache
         ("algo.optimizer.betas=[0.9,1.5]", "algo.optimizer.betas=[0.9, 1.5] is refused by AdamW"),
         ("algo.optimizer.lr=nan", "algo.optimizer.lr must be a finite number (got nan)"),
         ("algo.lr_schedule.final_fraction=-1", "algo.lr_schedule makes the learning rate -3.33e-05 at RL step 2 of 3"),
+        ("algo.max_grad_norm=-1", "algo.max_grad_norm must be > 0 (got -1)"),  # would flip the gradient
+        ("model.warm_start.lr=-1", "model.warm_start.lr and retry_init_std must be > 0"),  # the SFT's own optimiser
     ],
 )
 def test_an_impossible_optimiser_value_fails_before_the_warm_start(tmp_path, test_cache, override, named):
