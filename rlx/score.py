@@ -21,6 +21,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rlx.cli import stop
+from rlx.cli.files import cut_torn_tail
 from rlx.errors import ConfigError, did_you_mean, explain
 
 if TYPE_CHECKING:
@@ -168,11 +170,20 @@ def cli() -> None:
         except Exception:  # noqa: BLE001 — only a hint
             return None
 
+    stop.install()  # SIGTERM / Ctrl-C: one line, and the verdicts file ends at its last whole row
     try:
         verdict = main(argv)
         if "summary" in verdict:
             print(verdict["summary"])
             return
+    except stop.Stopped as stopped:
+        out = next((Path(a.split("=", 1)[1]) for a in argv if a.startswith("out=")), None)
+        kept = ""
+        if out is not None and out.is_file():
+            cut_torn_tail(out)
+            kept = f"; {out} holds the {len(out.read_bytes().splitlines())} verdicts written before it"
+        print(f"rlx.score: stopped by {stop.name(stopped.signum)}{kept}", file=sys.stderr)
+        raise SystemExit(stopped.code) from None
     except Exception as err:
         message = None if debug else explain(err, compose=compose_without)
         if message is None:

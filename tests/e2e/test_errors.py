@@ -265,3 +265,39 @@ def test_score_prints_a_huge_answer_bounded(tmp_path, test_cache):
     verdict = json.loads(proc.stdout)
     assert verdict["status"] == "FAIL" and verdict["reward"] == 0.0
     assert verdict["details"]["extracted"].endswith("... [4998000 more characters, 5000000 in all]")
+
+
+STOPPED_SCORING = """
+import os, signal, sys
+from rlx.rewards.math import MathReward
+from rlx.score import cli
+calls = []
+score = MathReward.__call__
+def second_call_stopped(self, completions, rows):
+    calls.append(1)
+    if len(calls) == 2:
+        os.kill(os.getpid(), signal.SIGTERM)  # the offline evaluator's job is pre-empted in its second chunk
+    return score(self, completions, rows)
+MathReward.__call__ = second_call_stopped
+sys.argv = ["rlx.score", *sys.argv[1:]]
+cli()
+"""
+
+
+def test_score_stopped_by_a_signal_keeps_the_verdicts_written(tmp_path, test_cache):
+    from rlx.score_batch import CHUNK
+
+    rows = [{"task_id": f"t{i}", "prompt": f"{i}+0=", "answer": str(i)} for i in range(2 * CHUNK)]
+    (tmp_path / "tasks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "done.jsonl").write_text(
+        "".join(json.dumps({"task_id": r["task_id"], "completion": "1"}) + "\n" for r in rows)
+    )
+    args = ["-c", STOPPED_SCORING, "reward=math", "tasks=tasks.jsonl", "completions=done.jsonl", "out=v.jsonl"]
+    proc = run_cli(args, tmp_path, test_cache)
+    assert proc.returncode == 128 + 15 and "Traceback" not in proc.stderr, output(proc)
+    assert proc.stderr.strip().splitlines() == [
+        f"rlx.score: stopped by SIGTERM; v.jsonl holds the {CHUNK} verdicts written before it"
+    ]
+    assert [json.loads(line)["task_id"] for line in (tmp_path / "v.jsonl").read_text().splitlines()] == [
+        f"t{i}" for i in range(CHUNK)
+    ]
