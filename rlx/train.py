@@ -11,8 +11,9 @@ from pathlib import Path
 import lightning.pytorch as pl
 from omegaconf import DictConfig, OmegaConf
 
+from rlx.callbacks.checkpoint import Checkpointing
 from rlx.callbacks.infra import InfraError, nothing_scored, unscored_rows
-from rlx.callbacks.resume import Resume
+from rlx.callbacks.resume import LAST, Resume
 from rlx.checks import build_node
 from rlx.cli import status, stop
 from rlx.cli.files import as_disk_full, cut_torn_tail, guarded, remove, write_atomic, write_json
@@ -164,8 +165,14 @@ def run_files(run_dir: Path, trainer: pl.Trainer) -> dict:
         "metrics_csv": str(Path(log_dir) / "metrics.csv") if (log_dir := logger_dir(trainer)) else None,
         "samples": str(run_dir / "samples.jsonl"),
         "held_out": str(run_dir / "heldout.jsonl"),
-        "checkpoint": str(run_dir / "checkpoints" / "last.ckpt"),
+        "checkpoint": str(last_checkpoint(trainer, run_dir)),
     }
+
+
+def last_checkpoint(trainer, run_dir: Path) -> Path:
+    """Where the run's last.ckpt is (checkpoint.dirpath)."""
+    dirs = [callback.dirpath for callback in trainer.callbacks if isinstance(callback, Checkpointing)]
+    return (dirs[0] if dirs else run_dir / "checkpoints") / LAST
 
 
 def export(module: RLModule, world: World, run_dir: Path) -> dict[str, str]:
@@ -210,7 +217,7 @@ def write_outcome(run_dir: Path, err: BaseException, module: RLModule, trainer: 
         cut_torn_tail(run_dir / name)
     signum = stop.pending()
     stopped = isinstance(err, SystemExit)
-    checkpoint = run_dir / "checkpoints" / "last.ckpt"
+    checkpoint = last_checkpoint(trainer, run_dir)
     summary = {
         "status": "stopped" if stopped else "failed",
         "error": f"stopped by {stop.name(signum)}" if stopped and signum else message_of(err),
