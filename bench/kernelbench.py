@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import os
 import statistics
 import sys
 import time
@@ -175,13 +176,14 @@ def summary(results: list[dict], max_elements: int) -> str:
 
 
 def main() -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # level 4 builds models from the hub: fail at once, offline
     import torch
 
     torch.set_num_threads(1)  # as in reward=triton's sandbox; imported once, before the children fork
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kernelbench", type=Path, required=True, help="a KernelBench checkout (or its KernelBench/)")
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--max-elements", type=int, default=262144, help="data.cpu_max_elements")
+    parser.add_argument("--max-elements", type=int, default=393216, help="data.cpu_max_elements")
     parser.add_argument("--min-size", type=int, default=8, help="data.cpu_min_size")
     parser.add_argument("--trials", type=int, default=3, help="reward.trials")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per problem")

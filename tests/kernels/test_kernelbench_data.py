@@ -195,6 +195,7 @@ def test_the_default_held_out_size_fits_a_kernelbench_level(cfg_factory):
         build_node(cfg, "data")
 
 
+@pytest.mark.slow  # sizing on the meta device: a child process that imports torch
 def test_a_problem_the_shrink_cannot_bring_under_the_budget_is_left_out_by_name(tmp_path, caplog):
     for source in LEVEL1.glob("*.py"):
         shutil.copy(source, tmp_path / source.name)

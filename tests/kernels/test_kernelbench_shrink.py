@@ -136,9 +136,24 @@ def test_the_static_input_count_matches_what_get_inputs_makes(path):
     assert input_elements(source) == sum(x.numel() for x in made if isinstance(x, torch.Tensor))
 
 
+# a tall-skinny product: the inputs hold 2 * M * 32 elements, the output M * M
+TALL_SKINNY = (
+    "import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n    def forward(self, a, b):\n"
+    "        return a @ b\nM = 65536\nN = 32\n"
+    "def get_inputs():\n    return [torch.rand(M, N), torch.rand(N, M)]\ndef get_init_inputs():\n    return []\n"
+)
+# boolean indexing: the output's shape depends on the data, which the meta device does not have
+DATA_DEPENDENT = (
+    "import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n    def forward(self, x):\n"
+    "        return x[x > 0]\nbatch_size = 4096\ndim = 4096\n"
+    "def get_inputs():\n    return [torch.rand(batch_size, dim)]\ndef get_init_inputs():\n    return []\n"
+)
+
+
 @pytest.fixture(scope="module")
 def fitted():
-    return fit_all([p.read_text() for p in FILES], 262144, 8)
+    """Every problem file, then the two above, fitted by one child process (each child imports torch)."""
+    return fit_all([*(p.read_text() for p in FILES), TALL_SKINNY, DATA_DEPENDENT], 262144, 8)
 
 
 def meta_model(source: str):
@@ -148,6 +163,7 @@ def meta_model(source: str):
         return namespace, namespace["Model"](*namespace["get_init_inputs"]())
 
 
+@pytest.mark.slow  # the `fitted` fixture: a child process that imports torch
 @pytest.mark.parametrize("index", range(len(FILES)), ids=[p.name for p in FILES])
 def test_a_shrunk_problem_keeps_its_layers_and_runs_on_a_cpu(fitted, index):
     published = FILES[index].read_text()
@@ -177,28 +193,18 @@ def test_a_shrunk_problem_keeps_its_layers_and_runs_on_a_cpu(fitted, index):
         assert output.dim() == published_model(*namespace["get_inputs"]()).dim()
 
 
-def test_the_output_counts_where_it_outgrows_the_inputs():
-    # a tall-skinny product: the inputs hold 2 * M * 32 elements, the output M * M
-    source = (
-        "import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n    def forward(self, a, b):\n"
-        "        return a @ b\nM = 65536\nN = 32\n"
-        "def get_inputs():\n    return [torch.rand(M, N), torch.rand(N, M)]\ndef get_init_inputs():\n    return []\n"
-    )
-    by_inputs = fit(source, 262144, 8)
-    (by_meta,) = fit_all([source], 262144, 8)
+@pytest.mark.slow  # the `fitted` fixture: a child process that imports torch
+def test_the_output_counts_where_it_outgrows_the_inputs(fitted):
+    by_inputs, by_meta = fit(TALL_SKINNY, 262144, 8), fitted[len(FILES)]
     assert by_inputs.elements == 2 * 4096 * 32  # 4096 rows: the inputs fit, an output of 4096^2 would not
     # 1/128: M 512, N 8 (the floor): 2 * 512 * 8 + 512^2 = 270336, over; 1/256: M 256: 4096 + 65536 = 69632
     assert by_meta.measured_by == "meta" and by_meta.elements == 69632
     assert (values(by_meta.source)["M"], values(by_meta.source)["N"]) == (256, 8)
 
 
-def test_what_the_meta_device_cannot_run_is_sized_by_its_inputs():
-    source = (  # boolean indexing: the output's shape depends on the data
-        "import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n    def forward(self, x):\n"
-        "        return x[x > 0]\nbatch_size = 4096\ndim = 4096\n"
-        "def get_inputs():\n    return [torch.rand(batch_size, dim)]\ndef get_init_inputs():\n    return []\n"
-    )
-    (found,) = fit_all([source], 262144, 8)
+@pytest.mark.slow  # the `fitted` fixture: a child process that imports torch
+def test_what_the_meta_device_cannot_run_is_sized_by_its_inputs(fitted):
+    found = fitted[len(FILES) + 1]
     assert found.measured_by == "source" and found.elements is not None and found.elements <= 262144
 
 

@@ -59,23 +59,26 @@ def meta_elements(source: str) -> int | None:
 
 
 def fit_one(source: str, max_elements: int, min_size: int) -> Fitted:
-    """fit() by the meta device's count, or by the source's input count where the meta device cannot run it."""
+    """fit() by the meta device's count, or by the source's input count where the meta device cannot run it. The
+    input count's scale bounds the search (an output only adds elements), so the meta device starts there, or, if
+    the problem does not run there, at KernelBench's sizes."""
 
     def on_alarm(*_):
         raise Alarm
 
+    by_inputs = fit(source, max_elements, min_size)
     signal.signal(signal.SIGALRM, on_alarm)
     signal.alarm(PROBLEM_S)
     try:
-        if meta_elements(source) is not None:
-            fitted = fit(source, max_elements, min_size, meta_elements)
+        for start in dict.fromkeys((by_inputs.scale, 1.0)):
+            fitted = fit(source, max_elements, min_size, meta_elements, start)
             if fitted.elements is not None:
                 return dataclasses.replace(fitted, measured_by="meta")
     except Alarm:
         pass
     finally:
         signal.alarm(0)
-    return fit(source, max_elements, min_size)
+    return by_inputs
 
 
 def child() -> None:

@@ -219,17 +219,24 @@ class Fitted:
     measured_by: str = "source"  # "source": get_inputs read statically; "meta": inputs and output, run on meta
 
 
-def fit(source: str, max_elements: int, min_size: int, measure: Callable[[str], int | None] = input_elements) -> Fitted:
-    """The problem with its sizes scaled by the largest power of 1/2 that brings `measure(source)` (by default
-    the elements of get_inputs()'s tensors, read from the source: rlx.data.kernelbench.shapes) down to
-    `max_elements`, or as far as the floors allow. A problem `measure` cannot size is returned as published."""
-    fitted = Fitted(source, {}, 1.0, measure(source))
-    scale = 1.0
+def fit(
+    source: str,
+    max_elements: int,
+    min_size: int,
+    measure: Callable[[str], int | None] = input_elements,
+    scale: float = 1.0,
+) -> Fitted:
+    """The problem with its sizes scaled by the largest power of 1/2, from `scale` down, that brings
+    `measure(source)` (by default the elements of get_inputs()'s tensors, read from the source:
+    rlx.data.kernelbench.shapes) down to `max_elements`, or as far as the floors allow; a scale at which `measure`
+    cannot size the problem ends the search. A problem `measure` cannot size at `scale` is returned so, unmeasured."""
+    new, changed = shrink_sizes(source, scale, min_size) if scale < 1 else (source, {})
+    fitted = Fitted(new, changed, scale, measure(new))
     while fitted.elements is not None and fitted.elements > max_elements:
         scale /= 2
         new, changed = shrink_sizes(source, scale, min_size)
         found = measure(new)
-        if found is None or found >= fitted.elements:  # the floors hold every size: smaller is not possible
+        if found is None or found >= fitted.elements:  # it broke, or the floors hold every size
             break
         fitted = Fitted(new, changed, scale, found)
     return fitted

@@ -48,7 +48,7 @@ def check_shrink(max_elements: int | None, min_size: int, key: str = "data.") ->
         if value is None and name == "cpu_max_elements":
             continue
         if not isinstance(value, int) or isinstance(value, bool) or value < least:
-            example = "131072 (a problem's inputs at most 2^17 elements on a CPU; null: as published)"
+            example = "393216 (a problem's inputs and output at most 393216 elements on a CPU; null: as published)"
             raise ConfigError(
                 f"{key}{name} must be an integer >= {least} (got {value!r}), e.g. "
                 + (example if name == "cpu_max_elements" else "8 (no size scaled below 8)")
