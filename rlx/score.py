@@ -22,7 +22,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rlx.errors import ConfigError, did_you_mean, explain
 
@@ -153,12 +153,12 @@ def kernelbench_task(args: dict):
     from rlx.cli.configs import config_dirs
     from rlx.data.kernelbench.task import ScoredProblem
 
-    defaults = OmegaConf.load(config_dirs()[0] / "data" / "kernelbench.yaml")
-    given = {k: args.get(k, defaults[k]) for k in SHRINK}
-    parsed = {
-        k: None if str(v).lower() in ("null", "none") else int(v) if str(v).lstrip("-").isdigit() else v
-        for k, v in given.items()
-    }
+    defaults = OmegaConf.to_container(OmegaConf.load(config_dirs()[0] / "data" / "kernelbench.yaml"))
+    assert isinstance(defaults, dict)
+    given = {k: str(args.get(k, defaults[k])) for k in SHRINK}  # data=kernelbench's values unless given
+    parsed: dict[str, Any] = {
+        k: None if v.lower() in ("null", "none") else int(v) if v.lstrip("-").isdigit() else v for k, v in given.items()
+    }  # a value that is not a number reaches ScoredProblem.read, which names the argument and the fix
     return ScoredProblem.read(Path(args["task"]), parsed["cpu_max_elements"], parsed["cpu_min_size"])
 
 

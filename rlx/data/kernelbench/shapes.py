@@ -103,7 +103,8 @@ def binary(op: ast.operator, left: object, right: object) -> object:
 def shape_of(args: list[object]) -> tuple[int, ...] | None:
     """`torch.rand(2, 3)` and `torch.rand((2, 3))` alike."""
     dims = args[0] if len(args) == 1 and isinstance(args[0], tuple) else tuple(args)
-    return dims if all(type(d) is int and d >= 0 for d in dims) else None
+    sizes = [d for d in dims if type(d) is int and d >= 0]
+    return tuple(sizes) if len(sizes) == len(dims) else None
 
 
 def call(node: ast.Call, env: dict[str, object]) -> object:
@@ -117,8 +118,12 @@ def call(node: ast.Call, env: dict[str, object]) -> object:
         return receiver
     if not (isinstance(func.value, ast.Name) and func.value.id == "torch"):
         return UNKNOWN
-    args = [evaluate(a.value, env) if isinstance(a, ast.Starred) else evaluate(a, env) for a in node.args]
-    args = [x for a, v in zip(node.args, args, strict=True) for x in (v if isinstance(a, ast.Starred) else (v,))]
+    args: list[object] = []
+    for argument in node.args:  # `torch.rand(batch_size, *input_shape)`: the starred tuple's items
+        value = evaluate(argument.value if isinstance(argument, ast.Starred) else argument, env)
+        if isinstance(argument, ast.Starred) and not isinstance(value, tuple):
+            return UNKNOWN
+        args += list(value) if isinstance(argument, ast.Starred) and isinstance(value, tuple) else [value]
     keywords = {k.arg: evaluate(k.value, env) for k in node.keywords if k.arg}
     if any(a is UNKNOWN for a in args) and func.attr not in SHAPE_KEEPING:
         return UNKNOWN

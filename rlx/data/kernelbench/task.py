@@ -80,8 +80,9 @@ class KernelBenchTask(Task):
         self.torch_in_forward = torch_policy(self.level)
         self.prompt_option, self.chat, self.max_new_tokens = prompt, chat, max_new_tokens
         sources = [p.source for p in problems]
-        fitted = fit_all(sources, cpu_max_elements, cpu_min_size) if cpu_max_elements is not None else None
-        if fitted is not None:
+        fitted = None
+        if cpu_max_elements is not None:
+            fitted = fit_all(sources, cpu_max_elements, cpu_min_size)
             problems, fitted = drop_oversize(problems, fitted, cpu_max_elements, directory)
             check_val_size(val_size, len(problems), f"{len(problems)} of data.path={directory} fit a CPU")
         rows = [self._row(p, fitted[i] if fitted else None) for i, p in enumerate(problems)]
