@@ -210,3 +210,10 @@ def test_a_problem_the_shrink_cannot_bring_under_the_budget_is_left_out_by_name(
     assert len(names) == 3 and "level1/4_Softsign_literal_sizes" not in names
     assert all(r["shrunk"] for r in loaded.train + loaded.val)  # the other three were scaled down
     assert "4_Softsign_literal_sizes (33554432 elements)" in caplog.text and "data.cpu_max_elements" in caplog.text
+
+
+def test_a_reward_that_reads_other_fields_is_named_with_the_fix():
+    loaded = task(LEVEL1)
+    loaded.check_fields(("source",))  # reward=triton's
+    with pytest.raises(ConfigError, match=r"scored by reward=triton; this run's reward reads \['answer'\]: add reward"):
+        loaded.check_fields(("answer",))  # reward=math's

@@ -125,6 +125,16 @@ class KernelBenchTask(Task):
             "shrunk": {name: list(sizes) for name, sizes in fitted.changed.items()} if fitted is not None else {},
         }
 
+    def check_fields(self, fields: tuple[str, ...]) -> None:
+        """A reward that reads other fields than `source` is not the one that scores KernelBench problems."""
+        missing = [f for f in fields if f not in self.train[0]]
+        if missing:
+            raise ConfigError(
+                f"data=kernelbench's rows are KernelBench problems (fields {sorted(self.train[0])}), scored by "
+                f"reward=triton; this run's reward reads {missing}: add reward=triton"
+            )
+        super().check_fields(fields)
+
     def fingerprint(self) -> dict:
         corpus = "\n".join(row["source"] for row in self.train)
         return {"task": "kernelbench", "corpus": hashlib.sha256(corpus.encode()).hexdigest()[:16]}
