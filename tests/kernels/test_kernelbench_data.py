@@ -217,3 +217,12 @@ def test_a_reward_that_reads_other_fields_is_named_with_the_fix():
     loaded.check_fields(("source",))  # reward=triton's
     with pytest.raises(ConfigError, match=r"scored by reward=triton; this run's reward reads \['answer'\]: add reward"):
         loaded.check_fields(("answer",))  # reward=math's
+
+
+@pytest.mark.slow  # sizing on the meta device: a child process that imports torch
+def test_a_budget_no_problem_fits_names_the_keys_to_raise():
+    with pytest.raises(ConfigError) as err:
+        task(LEVEL1, cpu_max_elements=10)
+    message = str(err.value)
+    assert message.startswith(f"data.path={LEVEL1}: none of its 3 problems fits data.cpu_max_elements=10"), message
+    assert "raise data.cpu_max_elements together with reward.limits.output_kb" in message

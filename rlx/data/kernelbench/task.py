@@ -2,15 +2,16 @@
 or your own files in the same format) as a task for reward=triton.
 
 One row per problem file: {"prompt", "name" ("level2/1_Conv2D_ReLU_BiasAdd"), "problem_id", "source" (the
-file reward=triton runs as the reference)}. The prompt is KernelBench's own Triton-backend prompt
-(rlx.data.kernelbench.prompt), as a chat (KernelBench's system message, then the prompt as the user's) or as
-plain text (`chat=false`, for a model without a chat template). `val_size` problems, drawn with `split_seed`
-(independent of the run's seed), are held out.
+file reward=triton runs as the reference), "shrunk" ({name: [published, new]})}. The prompt is KernelBench's own
+Triton-backend prompt (rlx.data.kernelbench.prompt), as a chat (KernelBench's system message, then the prompt as
+the user's) or as plain text (`chat=false`, for a model without a chat template). `val_size` problems, drawn with
+`split_seed` (independent of the run's seed), are held out.
 
 Where no GPU is visible, each problem's size constants are scaled down (rlx.data.kernelbench.shrink) until its
-inputs hold at most `cpu_max_elements` elements, so torch on a CPU and the Triton interpreter can run it and
-reward=triton's sandbox can send its tensors back (its replies are capped: reward.limits.output_kb); the prompt
-shows the shrunk file, the one the reward runs. null keeps KernelBench's sizes (a GPU always does).
+inputs and output hold at most `cpu_max_elements` elements (sized on the meta device: rlx.data.kernelbench.probe),
+so torch on a CPU and the Triton interpreter can run it and reward=triton's sandbox can send its tensors back (its
+replies are capped: reward.limits.output_kb); a problem still over the budget at the smallest sizes is left out,
+by name. The prompt shows the shrunk file, the one the reward runs. null keeps KernelBench's sizes (a GPU does).
 
 The level (`level`, or the directory's name: KernelBench/level2 is level 2) says what a Triton answer may leave
 to torch: level 1's answers compute everything in their kernels; from level 2 on, KernelBench's answers keep
@@ -42,17 +43,19 @@ def torch_policy(level: int) -> str:
     return "kernels_only" if level <= 1 else "reference_layers"
 
 
+SHRINK_EXAMPLES = {
+    "cpu_max_elements": "393216 (inputs and output of at most 393216 elements on a CPU; null: as published)",
+    "cpu_min_size": "8 (no size is scaled below 8)",
+}
+
+
 def check_shrink(max_elements: int | None, min_size: int, key: str = "data.") -> None:
-    """cpu_max_elements and cpu_min_size: a ConfigError naming the key and the fix."""
-    for name, value, least in (("cpu_max_elements", max_elements, 1), ("cpu_min_size", min_size, 1)):
+    """cpu_max_elements (null allowed) and cpu_min_size: a ConfigError naming the key and the fix."""
+    for name, value in (("cpu_max_elements", max_elements), ("cpu_min_size", min_size)):
         if value is None and name == "cpu_max_elements":
             continue
-        if not isinstance(value, int) or isinstance(value, bool) or value < least:
-            example = "393216 (a problem's inputs and output at most 393216 elements on a CPU; null: as published)"
-            raise ConfigError(
-                f"{key}{name} must be an integer >= {least} (got {value!r}), e.g. "
-                + (example if name == "cpu_max_elements" else "8 (no size scaled below 8)")
-            )
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ConfigError(f"{key}{name} must be an integer >= 1 (got {value!r}), e.g. {SHRINK_EXAMPLES[name]}")
 
 
 class KernelBenchTask(Task):
@@ -157,6 +160,12 @@ def drop_oversize(
         i for i, f in enumerate(fitted) if f.measured_by == "gpu" or f.elements is None or f.elements <= max_elements
     ]
     dropped = [f"{problems[i].name} ({fitted[i].elements} elements)" for i in range(len(problems)) if i not in kept]
+    if not kept:
+        raise ConfigError(
+            f"data.path={directory}: none of its {len(problems)} problems fits data.cpu_max_elements={max_elements} "
+            f"on a CPU, even at the smallest sizes the shrink allows ({', '.join(dropped[:3])}): raise "
+            "data.cpu_max_elements together with reward.limits.output_kb, or lower data.cpu_min_size"
+        )
     if dropped:
         log.warning(
             "data=kernelbench: %d of %d problems of %s still hold more than data.cpu_max_elements=%d elements at "
