@@ -81,6 +81,22 @@ def test_ended_session_then_killed_jail_then_recovery():
 
 
 @pytest.mark.slow
+def test_a_jail_killed_between_programs_is_restarted_and_the_log_says_so(caplog):
+    """A jail killed while no program runs on it (a training step spends most of its time generating) is found
+    dead by the next program, restarted and logged: the restart never depends on when the kill landed."""
+    with Sandbox("rlx.rewards.unit_tests_harness", 1, LIMITS, modules=("rlx.rewards.sandbox.values",)) as sandbox:
+        load = lambda session, index: session.request({"op": "load"})[0]  # noqa: E731
+        assert sandbox.map(["x = 1"], load) == [{"ok": True}]
+        jail = sandbox.workers[0].process
+        os.kill(jail.pid, signal.SIGKILL)
+        jail.wait()  # dead and reaped before the next program: the case the log used to miss
+        with caplog.at_level("WARNING", logger="rlx.rewards.sandbox.session"):
+            assert sandbox.map(["x = 2"], load) == [{"ok": True}]
+        assert sandbox.restarts == 1
+    assert "jail 0 exited between programs" in caplog.text and "restarting it" in caplog.text
+
+
+@pytest.mark.slow
 def test_a_checker_bug_propagates():
     with Sandbox("rlx.rewards.unit_tests_harness", 1, LIMITS, modules=("rlx.rewards.sandbox.values",)) as sandbox:
 

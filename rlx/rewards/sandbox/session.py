@@ -191,6 +191,12 @@ def _run(
     the jail broke: it is restarted for the next program)."""
     try:
         if not jail.alive:
+            if jail.process is not None:  # it died between two programs (killed, out of memory): say so too
+                log.warning(
+                    "sandbox: jail %d exited between programs (status %s); restarting it",
+                    jail.index,
+                    jail.process.returncode,
+                )
             jail.start()
         elif jail.owes_end:
             jail.settle()
