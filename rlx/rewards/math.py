@@ -1,12 +1,14 @@
 """reward=math: the completion's final answer must equal the row's `answer`.
 
 `strict=True` requires the whole completion to be the answer, so a policy cannot earn reward by padding the
-answer with other text. `strict=False` extracts the final answer (`extract_answer`: last \\boxed{}, else after
-the last `####`, `Answer:` or "the answer is", else the last number); a reference answer that itself carries a marker (GSM8K's
-"...#### 72", MATH's \\boxed{}) is extracted the same way. `strict=None` (the config's default) lets the task
-decide (`Task.strict_answers`): strict on the bundled arithmetic tasks, whose completions are the bare sum,
-extracting on user data (data=jsonl, data=hf_dataset), where a strict match would score almost every free-text
-completion 0, silently. The answer is compared by `verifier`: "exact" (rlx.rewards.math_answer: exact rationals, comma lists as lists,
+answer with other text. `strict=False` extracts the final answer (`extract_answer`: the last \\boxed{}, else
+after the last `####`, `Answer:` or "the answer is", else the last inline math, else the last number); a
+reference answer that itself carries a marker (GSM8K's "...#### 72", MATH's \\boxed{}) is extracted the same
+way. `strict=None` (the config's default) lets the task decide (`Task.strict_answers`): strict on the bundled
+arithmetic tasks, whose completions are the bare sum, extracting on user data (data=jsonl, data=hf_dataset),
+where a strict match would score almost every free-text completion 0, silently.
+
+The answer is compared by `verifier`: "exact" (rlx.rewards.math_answer: exact rationals, comma lists as lists,
 units and LaTeX decorations dropped, rounding only to the reference's stated precision; text as text) or
 "math_verify" (the same first; where text is involved and differs, symbolic equivalence by math_verify, e.g.
 \\sqrt{2}/2 = \\frac{\\sqrt{2}}{2}, rounding numbers to no fewer digits than the reference states). math_verify
@@ -96,7 +98,9 @@ def math_verify_batch(pairs: list[tuple[str, str]], timeout_s: int) -> list[bool
         target = parse(f"${predicted}$", extraction_config=config, parsing_timeout=timeout_s)
         digits = stated_decimals(reference)
         rounding = 15 if digits is None else digits
-        results.append(bool(gold and target and verify(gold, target, float_rounding=rounding, timeout_seconds=timeout_s)))
+        results.append(
+            bool(gold and target and verify(gold, target, float_rounding=rounding, timeout_seconds=timeout_s))
+        )
     return results
 
 

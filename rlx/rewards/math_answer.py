@@ -21,9 +21,9 @@ Rules (each pinned by tests/rewards/test_math*.py):
   so "1,2,3" is the list {1, 2, 3}, never 123. Write a list of numbers with a space after each comma
   ("1, 234") where a thousands reading would be possible.
 - Units and decorations are dropped: `$...$`, `\\(...\\)`, `\\boxed{}`, `\\text{...}` units after a number
-  ("49\\text{ cm}^2"), unit words after a number ("49 cm^2", "12 square units", "5 dollars"; a one-letter unit only after a space: "5 m", while
-  "5m" stays 5 times m), `\\$`, `%`,
-  degrees (`^\\circ`, `°`), a leading "x =", a trailing period, `\\left`/`\\right` and LaTeX spacing.
+  ("49\\text{ cm}^2"), unit words after a number ("49 cm^2", "12 square units", "5 dollars"; a one-letter
+  unit only after a space: "5 m", while "5m" stays 5 times m), `\\$`, `%`, degrees (`^\\circ`, `°`), a
+  leading "x =", a trailing period, `\\left`/`\\right` and LaTeX spacing.
 """
 
 from __future__ import annotations
@@ -162,7 +162,10 @@ class _Rational:
             return base
         self.take()
         exponent = self.unary() if self.peek() in ("-", "+") else self.atom()
-        if exponent.denominator != 1 or abs(exponent) * max(abs(base.numerator), abs(base.denominator), 1).bit_length() > MAX_BITS:
+        if (
+            exponent.denominator != 1
+            or abs(exponent) * max(abs(base.numerator), abs(base.denominator), 1).bit_length() > MAX_BITS
+        ):
             raise ValueError("not an exact rational power within the size limit")
         return base ** int(exponent)
 

@@ -1,108 +1,394 @@
-"""Exact-type value encoding between the candidate (inside the sandbox) and the checker (outside).
+"""Values between the checker (outside the sandbox) and a candidate's process (inside), both ways, as a flat graph
+of tagged JSON: `{"root": <value>, "nodes": [<node>, ...]}`.
 
-The candidate's results leave the sandbox only as this tagged JSON, and only plain built-in types encode: an
-object with a custom `__eq__` (AlwaysEqual), an int subclass or any other user type is refused, so the
-comparison that decides a verdict runs in the checker on plain values it rebuilt itself (`decode`), never on the
-candidate's objects. `same` compares exactly (types included: a tuple is not a list, 1 is not 1.0 nor True)
-except floats, which match within a relative tolerance of 1e-9 (and NaN equals NaN).
+A value is inline (`["none"]`, `["bool", b]`, `["int", "12"]`, `["float", "0.5"]`, `["str", s]`, `["complex",
+re, im]`, `["bytes", latin-1 text]`, `["fraction", n, d]`, `["decimal", s]`, `["range", a, b, c]`, `["date" |
+"datetime" | "time", iso]`, `["timedelta", d, s, us]`), a reference `["@", i]` to node i, or a tag this module
+leaves to its caller's `Hooks` (handles to objects living on the other side, callbacks). Nodes hold containers
+(`list`, `tuple`, `set`, `frozenset`, `dict`, `bytearray`, `deque`, `odict`, `counter`, `ddict`), namedtuples
+(`named`) and objects of a class both sides know by name (`obj`), their parts as values. The graph is flat, so a
+linked list of 10,000 nodes or a list that holds itself crosses without recursion, and a value shared by two
+places (an argument passed twice) stays shared.
 
-This file is copied into the jail (stdlib only). `decode` runs on untrusted data: it raises ValueError on
-anything malformed or nested deeper than MAX_DEPTH, never RecursionError.
+Only exact built-in types encode here; anything else goes to the encoder's `other` (the candidate's harness
+makes it a handle; the checker a callback or a trusted object) or is refused (`Unencodable`). `decode` runs on
+untrusted graphs: anything malformed or over the limits raises ValueError, never anything else of its own;
+it builds exact built-in types and asks `Hooks` for everything else, so the objects a checker gets back are
+its own (their `==` is Python's or the checker's, never the candidate's). `decode(..., targets=)` refills
+existing objects in place: how a candidate's mutation of an argument reaches the test's own list.
+
+This file is copied into the jail (stdlib only).
 """
 
 from __future__ import annotations
 
-import math
+import collections
+import datetime
+import decimal
+import fractions
 
-MAX_NODES = 20000
+MAX_NODES = 20_000  # containers and objects in one value
+MAX_PARTS = 200_000  # values of every kind in one graph
 MAX_STR = 100_000
-MAX_DEPTH = 64
-SCALARS = {"none", "bool", "int", "float", "str"}
+MAX_DIGITS = 4000
+MUTABLE = {"list", "dict", "set", "bytearray", "deque", "odict", "counter", "ddict", "obj"}
+IMMUTABLE = {"tuple", "frozenset", "named"}
+FACTORIES = {f.__name__: f for f in (int, float, str, list, dict, set, tuple, frozenset)}
+CONTAINERS = {
+    list: "list",
+    tuple: "tuple",
+    set: "set",
+    frozenset: "frozenset",
+    dict: "dict",
+    bytearray: "bytearray",
+    collections.deque: "deque",
+    collections.OrderedDict: "odict",
+    collections.Counter: "counter",
+    collections.defaultdict: "ddict",
+}
+CLASSES = {"list": list, "set": set, "dict": dict, "bytearray": bytearray, "deque": collections.deque}
+CLASSES |= {"odict": collections.OrderedDict, "counter": collections.Counter, "ddict": collections.defaultdict}
+
+
+# built-in functions and types that cross by name, as the receiving side's own (pure ones only: a candidate that
+# returns `eval` or `open` gets a handle, never the checker's own `eval` to be called by a test)
+SAFE_BUILTINS = frozenset(
+    "abs all any ascii bin bool bytearray bytes callable chr complex dict divmod enumerate filter float format "
+    "frozenset hash hex int isinstance issubclass iter len list map max min next oct ord pow range repr reversed "
+    "round set sorted str sum tuple zip".split()
+)
 
 
 class Unencodable(TypeError):
     pass
 
 
-def encode(value, budget: list[int] | None = None, depth: int = 0):
-    budget = [MAX_NODES] if budget is None else budget
-    budget[0] -= 1
-    if budget[0] < 0:
-        raise Unencodable(f"value has more than {MAX_NODES} parts")
-    if depth > MAX_DEPTH:
-        raise Unencodable(f"value nested deeper than {MAX_DEPTH}")
+def _text(value: str) -> str:
+    if len(value) > MAX_STR:
+        raise Unencodable(f"a string longer than {MAX_STR}")
+    return value
+
+
+def _scalar(value):
+    """The inline form of an exact built-in scalar, or None when `value` is not one."""
     kind = type(value)
     if value is None:
         return ["none"]
     if kind is bool:
         return ["bool", value]
     if kind is int:
+        if value.bit_length() > MAX_DIGITS * 3.33:
+            raise Unencodable(f"an integer of more than {MAX_DIGITS} digits")
         return ["int", str(value)]
     if kind is float:
         return ["float", repr(value)]
     if kind is str:
-        if len(value) > MAX_STR:
-            raise Unencodable(f"string longer than {MAX_STR}")
-        return ["str", value]
-    if kind in (list, tuple):
-        return [kind.__name__, [encode(item, budget, depth + 1) for item in value]]
-    if kind in (set, frozenset):
-        return [kind.__name__, [encode(item, budget, depth + 1) for item in value]]
-    if kind is dict:
-        return ["dict", [[encode(k, budget, depth + 1), encode(v, budget, depth + 1)] for k, v in value.items()]]
-    raise Unencodable(f"type {kind.__name__} is not a plain built-in value")
+        return ["str", _text(value)]
+    if kind is complex:
+        return ["complex", repr(value.real), repr(value.imag)]
+    if kind is bytes:
+        return ["bytes", _text(value.decode("latin-1"))]
+    if kind is fractions.Fraction:
+        return ["fraction", str(value.numerator), str(value.denominator)]
+    if kind is decimal.Decimal:
+        return ["decimal", str(value)]
+    if kind is range:
+        return ["range", str(value.start), str(value.stop), str(value.step)]
+    if kind in (datetime.date, datetime.datetime, datetime.time):
+        if getattr(value, "tzinfo", None) is not None and type(value.tzinfo) is not datetime.timezone:
+            return None  # a zone this encoding cannot carry: a handle instead
+        return [kind.__name__, value.isoformat()]
+    if kind is datetime.timedelta:
+        return ["timedelta", value.days, value.seconds, value.microseconds]
+    return None
 
 
-def decode(data, depth: int = 0):
-    """The plain value `data` encodes; ValueError when it is not a well-formed encoding (untrusted input)."""
-    if depth > MAX_DEPTH:
-        raise ValueError(f"value nested deeper than {MAX_DEPTH}")
+class Encoder:
+    """One graph. `other(value, encoder)` encodes what is not built-in data (or raises Unencodable); it may add
+    nodes of its own with `node`."""
+
+    def __init__(self, other=None) -> None:
+        self.other = other
+        self.nodes: list = []
+        self.memo: dict[int, int] = {}
+        self.alive: list = []  # everything given an index, so that no id is reused while encoding
+        self.todo: list = []
+        self.parts = 0
+
+    def encode(self, value) -> dict:
+        root = self.value(value)
+        while self.todo:
+            index, fill = self.todo.pop()
+            self.nodes[index] = fill()
+        return {"root": root, "nodes": self.nodes}
+
+    def value(self, value):
+        self.parts += 1
+        if self.parts > MAX_PARTS:
+            raise Unencodable(f"a value of more than {MAX_PARTS} parts")
+        inline = _scalar(value)
+        if inline is not None:
+            return inline
+        kind = CONTAINERS.get(type(value))
+        if kind is not None:
+            return self.node(value, lambda: self._container(value, kind))
+        if self.other is None:
+            raise Unencodable(f"type {type(value).__name__} is not a plain built-in value")
+        return self.other(value, self)
+
+    def node(self, key, fill) -> list:
+        """A reference to the node for the object `key`; `fill()` makes its content (once per object)."""
+        index = self.memo.get(id(key))
+        if index is None:
+            if len(self.nodes) >= MAX_NODES:
+                raise Unencodable(f"a value of more than {MAX_NODES} containers")
+            index = self.memo[id(key)] = len(self.nodes)
+            self.nodes.append(None)
+            self.alive.append(key)
+            self.todo.append((index, fill))
+        return ["@", index]
+
+    def _container(self, value, kind: str) -> list:
+        if kind == "bytearray":
+            return [kind, _text(value.decode("latin-1"))]
+        if kind in ("dict", "odict", "counter", "ddict"):
+            pairs = [[self.value(k), self.value(v)] for k, v in list(value.items())]
+            if kind == "ddict":
+                factory = value.default_factory
+                return [
+                    kind,
+                    factory.__name__ if FACTORIES.get(getattr(factory, "__name__", "")) is factory else None,
+                    pairs,
+                ]
+            return [kind, pairs]
+        items = [self.value(item) for item in list(value)]
+        return [kind, items, value.maxlen] if kind == "deque" else [kind, items]
+
+
+class Hooks:
+    """What a decoder builds for what this module does not know; the default refuses all of it."""
+
+    def inline(self, data: list):
+        raise ValueError(f"unknown tag {data[0]!r}")
+
+    def new_object(self, name: str, handle):
+        raise ValueError(f"no class {name!r} to build an object of")
+
+    def named(self, name: str, fields: list[str]):
+        raise ValueError("namedtuples are not accepted here")
+
+
+def _int(text) -> int:
+    if type(text) is not str or len(text) > MAX_DIGITS:
+        raise ValueError("malformed integer")
+    return int(text)
+
+
+def _inline(data, objects: list, hooks: Hooks):
     if not (type(data) is list and data and type(data[0]) is str):
         raise ValueError("not a tagged value")
     tag, rest = data[0], data[1:]
+    if tag == "@" and len(rest) == 1 and type(rest[0]) is int and 0 <= rest[0] < len(objects):
+        return objects[rest[0]]
     if tag == "none" and not rest:
         return None
-    if len(rest) != 1:
-        raise ValueError(f"malformed {tag!r} value")
-    item = rest[0]
-    if tag == "bool" and type(item) is bool:
-        return item
-    if tag == "int" and type(item) is str and len(item) <= 5000:
-        return int(item)
-    if tag == "float" and type(item) is str:
-        return float(item)
-    if tag == "str" and type(item) is str:
-        return item
-    if type(item) is not list:
-        raise ValueError(f"malformed {tag!r} value")
-    if tag in ("list", "tuple", "set", "frozenset"):
-        items = [decode(x, depth + 1) for x in item]
+    if tag == "bool" and len(rest) == 1 and type(rest[0]) is bool:
+        return rest[0]
+    if tag == "int" and len(rest) == 1:
+        return _int(rest[0])
+    if tag in ("float", "str", "bytes", "decimal", "date", "datetime", "time") and len(rest) == 1:
+        if type(rest[0]) is not str or len(rest[0]) > MAX_STR:
+            raise ValueError(f"malformed {tag}")
+        builder = {"float": float, "str": str, "decimal": decimal.Decimal, "bytes": lambda t: t.encode("latin-1")}
         try:
-            return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[tag](items)
-        except TypeError:  # an unhashable member of a set
-            raise ValueError(f"unhashable member of a {tag}") from None
-    if tag == "dict":
-        out = {}
-        for pair in item:
-            if type(pair) is not list or len(pair) != 2:
-                raise ValueError("malformed dict entry")
-            try:
-                out[decode(pair[0], depth + 1)] = decode(pair[1], depth + 1)
-            except TypeError:
-                raise ValueError("unhashable dict key") from None
-        return out
-    raise ValueError(f"unknown tag {tag!r}")
+            build = builder.get(tag) or getattr(datetime, tag).fromisoformat
+            return build(rest[0])
+        except (ArithmeticError, UnicodeError) as err:
+            raise ValueError(f"malformed {tag}") from err
+    if tag == "complex" and len(rest) == 2 and all(type(r) is str and len(r) < 40 for r in rest):
+        return complex(float(rest[0]), float(rest[1]))
+    if tag == "fraction" and len(rest) == 2:
+        return fractions.Fraction(_int(rest[0]), _int(rest[1]))
+    if tag == "range" and len(rest) == 3:
+        return range(*(_int(r) for r in rest))
+    if tag == "timedelta" and len(rest) == 3 and all(type(r) is int for r in rest):
+        return datetime.timedelta(days=rest[0], seconds=rest[1], microseconds=rest[2])
+    return hooks.inline(data)
 
 
-def same(got, expected) -> bool:
-    """Exact equality of two plain values (types included), floats within rel 1e-9, NaN equal to NaN.
-    `got` must come from `decode` (plain built-ins, depth <= MAX_DEPTH); `expected` from the dataset."""
-    if type(got) is not type(expected):
-        return False
-    if type(got) is float:
-        return (math.isnan(got) and math.isnan(expected)) or math.isclose(got, expected, rel_tol=1e-9, abs_tol=0.0)
-    if type(got) in (list, tuple):
-        return len(got) == len(expected) and all(same(g, e) for g, e in zip(got, expected, strict=True))
-    if type(got) is dict:
-        return got.keys() == expected.keys() and all(same(got[k], expected[k]) for k in expected)
-    return bool(got == expected)  # None, bool, int, str, set, frozenset of plain hashables
+def _items(node: list, position: int = 1) -> list:
+    if len(node) <= position or type(node[position]) is not list:
+        raise ValueError(f"malformed {node[0]!r} node")
+    return node[position]
+
+
+def _pairs(node: list) -> list:
+    pairs = _items(node, 2 if node[0] == "ddict" else 1)
+    if not all(type(p) is list and len(p) == 2 for p in pairs):
+        raise ValueError("malformed mapping entry")
+    return pairs
+
+
+def _names(items) -> list[str]:
+    if type(items) is not list or not all(type(n) is str and n.isidentifier() for n in items):
+        raise ValueError("malformed names")
+    return items
+
+
+def _shell(node: list, index: int, hooks: Hooks, targets: dict):
+    tag = node[0]
+    target = targets.get(index)
+    if tag == "obj":
+        if len(node) != 4 or type(node[1]) is not str:
+            raise ValueError("malformed obj node")
+        return target if target is not None else hooks.new_object(node[1], node[3])
+    if target is not None and type(target) is CLASSES[tag]:
+        return target
+    if tag == "ddict":
+        factory = node[1]
+        if factory is not None and factory not in FACTORIES:
+            raise ValueError("unknown default factory")
+        return collections.defaultdict(FACTORIES.get(factory))  # type: ignore[arg-type]
+    if tag == "deque":
+        maxlen = node[2] if len(node) == 3 else None
+        if maxlen is not None and (type(maxlen) is not int or maxlen < 0):
+            raise ValueError("malformed deque")
+        return collections.deque(maxlen=maxlen)
+    return CLASSES[tag]()
+
+
+def decode(graph, hooks: Hooks | None = None, targets: dict | None = None):
+    """The value `graph` encodes; ValueError when it is malformed (untrusted input). `targets`: node index ->
+    an existing object of the same kind to refill in place instead of building a new one."""
+    hooks, targets = hooks or Hooks(), targets or {}
+    if not (type(graph) is dict and "root" in graph and type(graph.get("nodes", [])) is list):
+        raise ValueError("not a value graph")
+    nodes = graph.get("nodes", [])
+    if len(nodes) > MAX_NODES:
+        raise ValueError(f"more than {MAX_NODES} nodes")
+    objects: list = [None] * len(nodes)
+    for index, node in enumerate(nodes):
+        if not (type(node) is list and node and node[0] in MUTABLE | IMMUTABLE):
+            raise ValueError(f"malformed node {index}")
+        if node[0] in MUTABLE:
+            objects[index] = _shell(node, index, hooks, targets)
+    try:
+        _build_immutables(nodes, objects, hooks)
+        for tag_first in (True, False):  # objects' attributes first: a set of objects may hash them
+            for index, node in enumerate(nodes):
+                if node[0] in MUTABLE and (node[0] == "obj") == tag_first:
+                    _fill(node, objects[index], objects, hooks, index in targets)
+        return _inline(graph["root"], objects, hooks)
+    except (TypeError, OverflowError, RecursionError) as err:  # unhashable keys, huge ranges, hostile hashing
+        raise ValueError(f"malformed value ({type(err).__name__}: {err})") from None
+
+
+def _build_immutables(nodes: list, objects: list, hooks: Hooks) -> None:
+    """Tuples, frozensets and namedtuples, each after the immutables it holds (no recursion)."""
+    built = [node[0] in MUTABLE for node in nodes]
+    for start in range(len(nodes)):
+        stack, waiting = [start], {start}
+        while stack and not built[stack[-1]]:
+            index = stack[-1]
+            node = nodes[index]
+            items = _items(node, 3 if node[0] == "named" else 1)
+            pending = [
+                i[1]
+                for i in items
+                if type(i) is list and len(i) == 2 and i[0] == "@" and type(i[1]) is int and 0 <= i[1] < len(nodes)
+                if not built[i[1]]
+            ]
+            if pending:
+                if any(p in waiting for p in pending):
+                    raise ValueError("an immutable value that holds itself")
+                stack.append(pending[0])
+                waiting.add(pending[0])
+                continue
+            values = [_inline(i, objects, hooks) for i in items]
+            if node[0] == "named":
+                if len(node) != 4 or type(node[1]) is not str:
+                    raise ValueError("malformed named node")
+                objects[index] = hooks.named(node[1], _names(node[2]))._make(values)
+            else:
+                objects[index] = (tuple if node[0] == "tuple" else frozenset)(values)
+            built[index] = True
+            stack.pop()
+            waiting.discard(index)
+
+
+def _fill(node: list, shell, objects: list, hooks: Hooks, refill: bool) -> None:
+    tag = node[0]
+    if tag == "obj":
+        attributes = _pairs(["obj", node[2]])
+        state = {}
+        for name, value in attributes:
+            if type(name) is not str or not name.isidentifier() or name.startswith("__"):
+                raise ValueError("malformed attribute name")
+            state[name] = _inline(value, objects, hooks)
+        holder = vars(shell)
+        holder.clear()
+        holder.update(state)
+        return
+    if tag == "bytearray":
+        if len(node) != 2 or type(node[1]) is not str or len(node[1]) > MAX_STR:
+            raise ValueError("malformed bytearray")
+        shell[:] = node[1].encode("latin-1")
+        return
+    if refill:
+        shell.clear()
+    if tag in ("dict", "odict", "counter", "ddict"):
+        for key, value in _pairs(node):
+            shell[_inline(key, objects, hooks)] = _inline(value, objects, hooks)
+    elif tag == "set":
+        shell.update(_inline(item, objects, hooks) for item in _items(node))
+    else:  # list, deque
+        shell.extend(_inline(item, objects, hooks) for item in _items(node))
+
+
+def targets_for(graph: dict, pairs: list[tuple[object, object]]) -> dict[int, object]:
+    """Which nodes of `graph` are the same objects as `pairs`' originals: (value, original) pairs, descended into
+    position by position (lists, tuples), key by key (dicts, scalar keys) and attribute by attribute (objects),
+    so that refilling them in place keeps the identity of every inner list a test may hold."""
+    nodes, targets, claimed = graph.get("nodes", []), {}, set()
+    todo = list(pairs)
+    while todo:
+        value, original = todo.pop()
+        if not (type(value) is list and len(value) == 2 and value[0] == "@" and type(value[1]) is int):
+            continue
+        index = value[1]
+        if not (0 <= index < len(nodes) and type(nodes[index]) is list and nodes[index]) or index in targets:
+            continue
+        node, tag = nodes[index], nodes[index][0]
+        if tag in MUTABLE and id(original) not in claimed:
+            fits = CLASSES.get(tag) is type(original) or (tag == "obj" and hasattr(original, "__dict__"))
+            if not fits:
+                continue
+            targets[index] = original
+            claimed.add(id(original))
+        if tag in ("list", "tuple", "deque") and type(node[1]) is list:
+            todo += [
+                (v, o)
+                for v, o in zip(node[1], list(original), strict=False)
+                if type(original) in (list, tuple, collections.deque)
+            ]
+        elif tag in ("dict", "odict", "counter", "ddict") and isinstance(original, dict):
+            for pair in node[-1] if type(node[-1]) is list else []:
+                key = _scalar_key(pair)
+                if key is not None and key in original:
+                    todo.append((pair[1], original[key]))
+        elif tag == "obj" and type(node[2]) is list and hasattr(original, "__dict__"):
+            todo += [
+                (p[1], vars(original)[p[0]])
+                for p in node[2]
+                if type(p) is list and len(p) == 2 and p[0] in vars(original)
+            ]
+    return targets
+
+
+def _scalar_key(pair):
+    if type(pair) is list and len(pair) == 2 and type(pair[0]) is list and pair[0] and pair[0][0] in ("int", "str"):
+        try:
+            return _inline(pair[0], [], Hooks())
+        except ValueError:
+            return None
+    return None
