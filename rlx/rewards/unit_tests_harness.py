@@ -10,7 +10,8 @@ works in the test as it would in one program. Instances of a class the test itse
 cross as `obj` nodes, namedtuples as `named`, and instances of subclasses of built-in types as their built-in
 value (an `int` subclass is its int: its own `__eq__` never reaches the checker).
 
-Requests (SANDBOX_API.md): load {code_from, names, classes, preamble, execute}; call {target, args, sync};
+Requests (SANDBOX_API.md): load {code_from, names, classes, preamble, execute} -> {"ok", "globals": {name:
+graph}} (the names the test reads, as the program left them); call {target, args, sync};
 getattr / setattr {target, name[, value]}; getitem / setitem {target, key[, value]}; iter, len, truth, repr, str,
 state {target}; next {target, n}; isinstance {target, cls}; eval {expr}; stdio {stdin}. A target is `["g", name]`
 (a global of the program) or `["ref", h]`. Replies: {"value": graph} | {"error", "bases", "detail"}. While a
@@ -154,9 +155,13 @@ class Server(Hooks):
             return encoder.node(
                 value, lambda: ["obj", kind.__name__, [[k, encoder.value(v)] for k, v in list(state.items())], None]
             )
-        base = next((b for b in BASES if isinstance(value, b)), None)
+        base = next((b for b in BASES if issubclass(kind, b)), None)  # by its type: __class__ can lie
         if base is not None and kind.__module__ not in ("builtins", "collections"):
             return encoder.value(COPY[base](value))  # its built-in value: the subclass's own methods stay here
+        return self.reference(value)
+
+    def reference(self, value) -> list:
+        kind = type(value)
         shape = "iterator" if hasattr(kind, "__next__") else "callable" if callable(value) else "object"
         return ["ref", self.handle(value), shape, str(kind.__name__)[:80], self.handle(kind)]
 
@@ -233,9 +238,18 @@ class Server(Hooks):
         self.classes = set(message.get("classes", []))
         code = choose(self.program, message.get("code_from", "completion"), list(message.get("names", [])))
         self.code = compile(message.get("preamble", "") + code, "<candidate>", "exec")
-        if message.get("execute", True):
-            exec(self.code, self.namespace)
-        return {"ok": True}
+        if not message.get("execute", True):
+            return {"ok": True}
+        exec(self.code, self.namespace)
+        found = {}  # the names the test reads: data as it is now, everything else as a handle
+        for name in message.get("names", []):
+            if name in self.namespace:
+                value = self.namespace[name]
+                try:
+                    found[name] = self.encode(value)
+                except Unencodable:
+                    found[name] = {"root": self.reference(value), "nodes": []}
+        return {"ok": True, "globals": found}
 
     def stdio(self, stdin: str) -> dict:
         """Run the program as __main__ in fresh globals with `stdin`; its stdout comes back as text."""

@@ -4,8 +4,9 @@ The candidate's program runs in its own process in the sandbox (rlx.rewards.sand
 rlx.rewards.unit_tests_harness); nothing here ever runs it, and nothing of it runs here.
 
 `program` tests (assert lines, check(candidate) programs, unittest classes): the row's test program runs here,
-as published, and every name it reads from the candidate's program (the function under test, `Solution`, a
-constant) is a `Remote` (rlx.rewards.code.remote) driven through a `Client` (rlx.rewards.code.client): a call
+as published, and every name it reads from the candidate's program is what the program bound to it once loaded:
+data as a value (a constant), anything else (the function under test, `Solution`) as a `Remote`
+(rlx.rewards.code.remote) driven through a `Client` (rlx.rewards.code.client): a call
 sends the arguments (copies, refilled here when the candidate mutates them; callables stay here and are called
 back), and what comes back is data built here. So the test's own `assert`s decide, on values whose `==` is
 Python's or the test's: an always-equal object, a lying `__eq__`, `__hash__` or `__class__` never take part. An
@@ -33,7 +34,7 @@ from rlx.rewards.base import Status
 from rlx.rewards.code.client import Client
 from rlx.rewards.code.compare import Comparison
 from rlx.rewards.code.formats import Tests
-from rlx.rewards.code.remote import CandidateAbort, CandidateRaised, Remote, SessionEnded, kind_of, label
+from rlx.rewards.code.remote import CandidateAbort, CandidateRaised, SessionEnded, kind_of, label
 from rlx.rewards.sandbox.session import Ended, Session
 
 ENDED = {Status.TIMEOUT: "Timeout", Status.OOM: "MemoryError", Status.CRASH: "Exited", Status.VIOLATION: "Violation"}
@@ -130,8 +131,8 @@ def private_builtins() -> dict:
     return {**builtins.__dict__, "__import__": import_}
 
 
-def load(session: Session, tests: Tests) -> dict | None:
-    """Load the program in the candidate's process; the load_error record when that raised."""
+def load(session: Session, tests: Tests) -> dict:
+    """Load the program in the candidate's process: its reply ({"ok", "globals"}), or the load_error record."""
     request = {
         "op": "load",
         "code_from": tests.code_from,
@@ -142,7 +143,7 @@ def load(session: Session, tests: Tests) -> dict | None:
     }
     loaded = session.request(request)[0]
     if loaded.get("ok") is True:
-        return None
+        return loaded
     return {"event": "load_error", "error": str(loaded.get("error"))[:80], "detail": str(loaded.get("detail"))[:300]}
 
 
@@ -158,12 +159,16 @@ def run_case(case_class: type, method: str) -> None:
 
 def run_program(session: Session, tests: Tests, comparison: Comparison, timeout_s: float) -> list[dict]:
     """The records of one candidate against an assert-line, check(candidate) or unittest test program."""
-    failed = load(session, tests)
-    if failed is not None:
-        return [failed]
+    loaded = load(session, tests)
+    if "event" in loaded:
+        return [loaded]
     client = Client(session, timeout_s, {})
     sites = Sites(len(tests.labels), comparison, client)
-    namespace: dict = {name: Remote(client, ["g", name], "object", name) for name in tests.proxies}
+    try:  # the candidate's names the test reads (one it lacks stays unbound: a NameError, as in one program)
+        namespace: dict = client.globals(loaded.get("globals"), tests.proxies)
+    except CandidateAbort as err:
+        sites.abort(err)
+        return [*sites.records(True), {"event": "done"}]
     namespace |= {
         "__name__": "__checker__",
         "__builtins__": private_builtins(),
@@ -195,9 +200,9 @@ def run_program(session: Session, tests: Tests, comparison: Comparison, timeout_
 
 def run_stdio(session: Session, tests: Tests, timeout_s: float) -> list[dict]:
     """The records of one program over the stdin/stdout cases: what it printed, or why it did not finish."""
-    failed = load(session, tests)
-    if failed is not None:
-        return [failed]
+    loaded = load(session, tests)
+    if "event" in loaded:
+        return [loaded]
     records: list[dict] = []
     for index, stdin in enumerate(tests.inputs):
         try:

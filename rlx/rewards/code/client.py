@@ -67,14 +67,20 @@ class Client(Hooks):
         finally:
             self.depth -= 1
 
-    def _value(self, reply: dict, targets: dict | None = None):
+    def _value(self, reply: dict, targets: dict | None = None, call: bool = False):
         if "error" in reply:
-            raise rebuild(reply)
+            raise rebuild(reply, call)
         try:
             return decode(reply.get("value"), self, targets)
         except ValueError as err:  # a forged or garbled reply: the candidate broke the protocol
             self.dead = SessionEnded("Garbled", str(err)[:300])
             raise self.dead from None
+
+    def globals(self, found, names: list[str]) -> dict:
+        """The candidate's globals the test reads, from the load reply (data as values, the rest as Remotes)."""
+        if not isinstance(found, dict):
+            raise SessionEnded("Garbled", "the program's names came back malformed")
+        return {name: self._value({"value": found[name]}) for name in names if name in found}
 
     def ask(self, op: str, **fields):
         return self._value(self._exchange({"op": op, **fields}))
@@ -92,7 +98,7 @@ class Client(Hooks):
         sync = any(type(node) is list and node[0] in MUTABLE for node in graph["nodes"][3:])
         reply = self._exchange({"op": "call", "target": target, "args": graph, "sync": sync})
         if not reply.get("synced") or "error" in reply:
-            return self._value(reply)
+            return self._value(reply, call=True)
         try:
             pairs = self._argument_pairs(reply.get("value"), args, kwargs)
             targets = targets_for(reply["value"], pairs)

@@ -59,8 +59,10 @@ def _exception_class(name: str, base: type) -> type:
     return type(name, (base, CandidateRaised), {"__module__": "candidate", "kind": name})
 
 
-def rebuild(reply: dict) -> BaseException:
-    """The exception the candidate's reply describes ({"error", "bases", "detail"}), for the test to see."""
+def rebuild(reply: dict, call: bool = False) -> BaseException:
+    """The exception the candidate's reply describes ({"error", "bases", "detail"}), for the test to see. Out of
+    a `call`, StopIteration is a RuntimeError, as PEP 479 makes it out of a generator: a function that raised it
+    would otherwise end the test's `map` early, and `all(map(candidate, xs))` would pass."""
     name = str(reply.get("error", "?"))[:80]
     detail = str(reply.get("detail", ""))[:1000]
     if reply.get("unencodable"):
@@ -69,6 +71,8 @@ def rebuild(reply: dict) -> BaseException:
     base = next((EXCEPTIONS[b] for b in bases if type(b) is str and b in EXCEPTIONS), Exception)
     if issubclass(base, EXITS) or not issubclass(base, Exception):
         return CandidateAbort(name, detail)
+    if call and issubclass(base, StopIteration | StopAsyncIteration):
+        base, detail = RuntimeError, f"a call raised {name}: {detail}"
     cls = _exception_class(name if name.isidentifier() else "CandidateError", base)
     try:
         return cls(detail)
