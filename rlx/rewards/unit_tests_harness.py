@@ -11,7 +11,8 @@ cross as `obj` nodes, namedtuples as `named`, and instances of subclasses of bui
 value (an `int` subclass is its int: its own `__eq__` never reaches the checker).
 
 Requests (SANDBOX_API.md): load {code_from, names, classes, preamble, execute} -> {"ok", "globals": {name:
-graph}} (the names the test reads, as the program left them); call {target, args, sync};
+graph}} (the names the test reads, as the program left them); call {target, args[, kwargs], sync} (a list
+graph, a dict graph; when `sync` and they changed, the reply is [result, args, kwargs] with "synced");
 getattr / setattr {target, name[, value]}; getitem / setitem {target, key[, value]}; iter, len, truth, repr, str,
 state {target}; next {target, n}; isinstance {target, cls}; eval {expr}; stdio {stdin}. A target is `["g", name]`
 (a global of the program) or `["ref", h]`. Replies: {"value": graph} | {"error", "bases", "detail"}. While a
@@ -57,9 +58,9 @@ def describe(err: BaseException) -> dict:
 class Server(Hooks):
     def __init__(self, program: str, receive, send) -> None:
         self.program, self.receive, self.send = program, receive, send
-        module = types.ModuleType("__candidate__")  # in sys.modules: dataclasses, pickle and typing look it up
-        sys.modules["__candidate__"] = module
-        self.namespace: dict = module.__dict__
+        # the program's module, made before the fork (fresh for each candidate, and no page of sys.modules
+        # written per candidate); in sys.modules as dataclasses, pickle and typing expect
+        self.namespace: dict = sys.modules["__candidate__"].__dict__
         self.code = None  # the compiled program (stdio runs it once per case)
         self.classes: set[str] = set()  # classes the test defines: their instances cross as `obj` nodes
         self.handles: list = []
@@ -128,6 +129,11 @@ class Server(Hooks):
 
     # ---- values to the checker --------------------------------------------------------------------------
     def encode(self, value) -> dict:
+        kind = type(value)  # the common replies without an encoder: each object touched costs a page fault
+        if kind is bool or value is None:
+            return {"root": ["bool", value] if kind is bool else ["none"]}
+        if (kind is int and -(10**18) < value < 10**18) or kind is str and len(value) <= 1000:
+            return {"root": ["int" if kind is int else "str", str(value)]}
         return Encoder(self.other).encode(value)
 
     def handle(self, value) -> int:
@@ -139,6 +145,8 @@ class Server(Hooks):
 
     def other(self, value, encoder: Encoder):
         kind = type(value)
+        if kind is types.FunctionType and id(value) not in self.stub_ids:  # the common case: a function
+            return self.reference(value)
         if id(value) in self.stub_ids:
             return ["cb", self.stub_ids[id(value)], ""]
         name = getattr(value, "__name__", None)
@@ -146,15 +154,9 @@ class Server(Hooks):
             return ["builtin", name]
         fields = getattr(kind, "_fields", None) if isinstance(value, tuple) else None
         if type(fields) is tuple and all(type(f) is str and f.isidentifier() for f in fields):
-            items = tuple.__iter__(value)
-            return encoder.node(
-                value, lambda: ["named", kind.__name__, list(fields), [encoder.value(i) for i in items]]
-            )
+            return encoder.named(value, fields)
         if kind.__name__ in self.classes and isinstance(getattr(value, "__dict__", None), dict):
-            state = vars(value)
-            return encoder.node(
-                value, lambda: ["obj", kind.__name__, [[k, encoder.value(v)] for k, v in list(state.items())], None]
-            )
+            return encoder.instance(value)
         base = next((b for b in BASES if issubclass(kind, b)), None)  # by its type: __class__ can lie
         if base is not None and kind.__module__ not in ("builtins", "collections"):
             return encoder.value(COPY[base](value))  # its built-in value: the subclass's own methods stay here
@@ -214,10 +216,12 @@ class Server(Hooks):
 
     def call(self, message: dict) -> dict:
         function = self.target(message)
-        args, kwargs = decode(message["args"], self)
+        args = decode(message["args"], self)
+        kwargs = decode(message["kwargs"], self) if "kwargs" in message else {}
         result = function(*args, **kwargs)
         if message.get("sync"):  # the arguments as they are now, when they changed: the checker refills its own
-            if json.dumps(self.encode([args, kwargs])) != json.dumps(message["args"]):
+            now = [self.encode(args), self.encode(kwargs) if kwargs else None]
+            if json.dumps(now) != json.dumps([message["args"], message.get("kwargs")]):
                 return {"value": self.encode([result, args, kwargs]), "synced": True}
         return {"value": self.encode(result)}
 
@@ -246,9 +250,10 @@ class Server(Hooks):
             if name in self.namespace:
                 value = self.namespace[name]
                 try:
-                    found[name] = self.encode(value)
+                    function = type(value) is types.FunctionType and id(value) not in self.stub_ids
+                    found[name] = {"root": self.reference(value)} if function else self.encode(value)
                 except Unencodable:
-                    found[name] = {"root": self.reference(value), "nodes": []}
+                    found[name] = {"root": self.reference(value)}
         return {"ok": True, "globals": found}
 
     def stdio(self, stdin: str) -> dict:
@@ -273,6 +278,33 @@ def _rebuilt(reply) -> BaseException:
     bases = reply.get("bases", []) if isinstance(reply, dict) else []
     cls = next((BY_NAME[b] for b in bases if b in BY_NAME and issubclass(BY_NAME[b], Exception)), Exception)
     return cls(str(reply.get("detail", ""))[:DETAIL] if isinstance(reply, dict) else "")
+
+
+def fresh_module() -> None:
+    sys.modules["__candidate__"] = types.ModuleType("__candidate__")
+
+
+WARM_PROGRAM = "def f(a, b=1):\n    a.append(b)\n    return (a, {'k': [b]}, f, (x for x in a))\n"
+
+
+def warm() -> None:
+    """The usual requests, a few dozen times, in the zygote before it forks candidates (zygote._warm)."""
+    from rlx.rewards.sandbox.values import Encoder as Encode
+
+    for _ in range(40):
+        requests = [
+            {"op": "load", "code_from": "completion", "names": ["f"], "classes": [], "preamble": ""},
+            {"op": "call", "target": ["g", "f"], "args": Encode().encode([[1, 2.5, "x", None, True]]), "sync": True},
+            {"op": "call", "target": ["g", "f"], "args": Encode().encode([[3]]), "kwargs": Encode().encode({"b": 2})},
+            {"op": "getattr", "target": ["g", "f"], "name": "__name__"},
+        ]
+        replies: list = []
+        fresh_module()
+        serve(WARM_PROGRAM, iter([(r, []) for r in requests] + [None]).__next__, replies.append)
+    fresh_module()
+
+
+fresh_module()
 
 
 def serve(program: str, receive, send) -> None:

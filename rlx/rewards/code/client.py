@@ -94,9 +94,13 @@ class Client(Hooks):
     # ---- calls --------------------------------------------------------------------------------------------
     def call(self, target: list, args: tuple, kwargs: dict):
         self.calls += 1
-        graph = self.encode([list(args), kwargs])
-        sync = any(type(node) is list and node[0] in MUTABLE for node in graph["nodes"][3:])
-        reply = self._exchange({"op": "call", "target": target, "args": graph, "sync": sync})
+        message: dict = {"op": "call", "target": target, "args": self.encode(list(args))}
+        if kwargs:
+            message["kwargs"] = self.encode(kwargs)
+        graphs = [message["args"], message.get("kwargs", {"nodes": []})]
+        # something the candidate could change: then it sends the arguments back when it did
+        message["sync"] = any(node[0] in MUTABLE for graph in graphs for node in graph["nodes"][1:])
+        reply = self._exchange(message)
         if not reply.get("synced") or "error" in reply:
             return self._value(reply, call=True)
         try:
@@ -202,15 +206,9 @@ class Client(Hooks):
             return value._ref
         fields = getattr(kind, "_fields", None) if isinstance(value, tuple) else None
         if type(fields) is tuple and all(type(f) is str for f in fields):
-            items = tuple.__iter__(value)
-            return encoder.node(
-                value, lambda: ["named", kind.__name__, list(fields), [encoder.value(i) for i in items]]
-            )
+            return encoder.named(value, fields)
         if self.classes.get(kind.__name__) is kind and isinstance(getattr(value, "__dict__", None), dict):
-            state = vars(value)
-            return encoder.node(
-                value, lambda: ["obj", kind.__name__, [[k, encoder.value(v)] for k, v in list(state.items())], None]
-            )
+            return encoder.instance(value)
         if id(value) in BUILTINS and getattr(builtins, BUILTINS[id(value)]) is value:
             return ["builtin", BUILTINS[id(value)]]
         if callable(value):

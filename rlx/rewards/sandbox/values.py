@@ -69,38 +69,34 @@ def _text(value: str) -> str:
     return value
 
 
-def _scalar(value):
-    """The inline form of an exact built-in scalar, or None when `value` is not one."""
-    kind = type(value)
-    if value is None:
-        return ["none"]
-    if kind is bool:
-        return ["bool", value]
-    if kind is int:
-        if value.bit_length() > MAX_DIGITS * 3.33:
-            raise Unencodable(f"an integer of more than {MAX_DIGITS} digits")
-        return ["int", str(value)]
-    if kind is float:
-        return ["float", repr(value)]
-    if kind is str:
-        return ["str", _text(value)]
-    if kind is complex:
-        return ["complex", repr(value.real), repr(value.imag)]
-    if kind is bytes:
-        return ["bytes", _text(value.decode("latin-1"))]
-    if kind is fractions.Fraction:
-        return ["fraction", str(value.numerator), str(value.denominator)]
-    if kind is decimal.Decimal:
-        return ["decimal", str(value)]
-    if kind is range:
-        return ["range", str(value.start), str(value.stop), str(value.step)]
-    if kind in (datetime.date, datetime.datetime, datetime.time):
-        if getattr(value, "tzinfo", None) is not None and type(value.tzinfo) is not datetime.timezone:
-            return None  # a zone this encoding cannot carry: a handle instead
-        return [kind.__name__, value.isoformat()]
-    if kind is datetime.timedelta:
-        return ["timedelta", value.days, value.seconds, value.microseconds]
-    return None
+def _int(value: int) -> list:
+    if value.bit_length() > MAX_DIGITS * 3.3:
+        raise Unencodable(f"an integer of more than {MAX_DIGITS} digits")
+    return ["int", str(value)]
+
+
+def _moment(value) -> list | None:
+    if getattr(value, "tzinfo", None) is not None and type(value.tzinfo) is not datetime.timezone:
+        return None  # a zone this encoding cannot carry: a handle instead
+    return [type(value).__name__, value.isoformat()]
+
+
+SCALARS = {  # exact type -> its inline form (None: not encodable here after all)
+    type(None): lambda v: ["none"],
+    bool: lambda v: ["bool", v],
+    int: _int,
+    float: lambda v: ["float", repr(v)],
+    str: lambda v: ["str", _text(v)],
+    complex: lambda v: ["complex", repr(v.real), repr(v.imag)],
+    bytes: lambda v: ["bytes", _text(v.decode("latin-1"))],
+    fractions.Fraction: lambda v: ["fraction", str(v.numerator), str(v.denominator)],
+    decimal.Decimal: lambda v: ["decimal", str(v)],
+    range: lambda v: ["range", str(v.start), str(v.stop), str(v.step)],
+    datetime.date: _moment,
+    datetime.datetime: _moment,
+    datetime.time: _moment,
+    datetime.timedelta: lambda v: ["timedelta", v.days, v.seconds, v.microseconds],
+}
 
 
 class Encoder:
@@ -118,26 +114,29 @@ class Encoder:
     def encode(self, value) -> dict:
         root = self.value(value)
         while self.todo:
-            index, fill = self.todo.pop()
-            self.nodes[index] = fill()
+            index, fill, item = self.todo.pop()
+            self.nodes[index] = fill(item) if fill is not None else self._container(item)
         return {"root": root, "nodes": self.nodes}
 
     def value(self, value):
         self.parts += 1
         if self.parts > MAX_PARTS:
             raise Unencodable(f"a value of more than {MAX_PARTS} parts")
-        inline = _scalar(value)
-        if inline is not None:
-            return inline
-        kind = CONTAINERS.get(type(value))
-        if kind is not None:
-            return self.node(value, lambda: self._container(value, kind))
+        kind = type(value)
+        scalar = SCALARS.get(kind)
+        if scalar is not None:
+            inline = scalar(value)
+            if inline is not None:
+                return inline
+        elif kind in CONTAINERS:
+            return self.node(value)
         if self.other is None:
-            raise Unencodable(f"type {type(value).__name__} is not a plain built-in value")
+            raise Unencodable(f"type {kind.__name__} is not a plain built-in value")
         return self.other(value, self)
 
-    def node(self, key, fill) -> list:
-        """A reference to the node for the object `key`; `fill()` makes its content (once per object)."""
+    def node(self, key, fill=None) -> list:
+        """A reference to the node for the object `key`; `fill(key)` makes its content (once per object; a
+        built-in container's own by default)."""
         index = self.memo.get(id(key))
         if index is None:
             if len(self.nodes) >= MAX_NODES:
@@ -145,10 +144,21 @@ class Encoder:
             index = self.memo[id(key)] = len(self.nodes)
             self.nodes.append(None)
             self.alive.append(key)
-            self.todo.append((index, fill))
+            self.todo.append((index, fill, key))
         return ["@", index]
 
-    def _container(self, value, kind: str) -> list:
+    def named(self, value, fields: tuple) -> list:
+        """A namedtuple (an instance of a tuple subclass with `fields`): its items, with its names."""
+        name = type(value).__name__
+        return self.node(value, lambda v: ["named", name, list(fields), [self.value(i) for i in tuple.__iter__(v)]])
+
+    def instance(self, value) -> list:
+        """An object of a class both sides know by name: its attributes."""
+        name = type(value).__name__
+        return self.node(value, lambda v: ["obj", name, [[k, self.value(x)] for k, x in list(vars(v).items())], None])
+
+    def _container(self, value) -> list:
+        kind = CONTAINERS[type(value)]
         if kind == "bytearray":
             return [kind, _text(value.decode("latin-1"))]
         if kind in ("dict", "odict", "counter", "ddict"):
@@ -184,36 +194,72 @@ def _int(text) -> int:
     return int(text)
 
 
+def _text_of(text) -> str:
+    if type(text) is not str or len(text) > MAX_STR:
+        raise ValueError("malformed text")
+    return text
+
+
+def _flag(value) -> bool:
+    if type(value) is not bool:
+        raise ValueError("malformed bool")
+    return value
+
+
+def _small_float(text) -> float:
+    if type(text) is not str or len(text) > 40:
+        raise ValueError("malformed float")
+    return float(text)
+
+
+def _whole(value) -> int:
+    if type(value) is not int:
+        raise ValueError("malformed timedelta")
+    return value
+
+
+# tag -> (number of fields, builder of the value from them); each checks what it is given (untrusted)
+BUILDERS = {
+    "none": (0, lambda: None),
+    "bool": (1, _flag),
+    "int": (1, _int),
+    "float": (1, _small_float),
+    "str": (1, _text_of),
+    "bytes": (1, lambda t: _text_of(t).encode("latin-1")),
+    "decimal": (1, lambda t: decimal.Decimal(_text_of(t))),
+    "date": (1, lambda t: datetime.date.fromisoformat(_text_of(t))),
+    "datetime": (1, lambda t: datetime.datetime.fromisoformat(_text_of(t))),
+    "time": (1, lambda t: datetime.time.fromisoformat(_text_of(t))),
+    "complex": (2, lambda re, im: complex(_small_float(re), _small_float(im))),
+    "fraction": (2, lambda n, d: fractions.Fraction(_int(n), _int(d))),
+    "range": (3, lambda a, b, c: range(_int(a), _int(b), _int(c))),
+    "timedelta": (3, lambda d, s, us: datetime.timedelta(_whole(d), _whole(s), _whole(us))),
+}
+
+
 def _inline(data, objects: list, hooks: Hooks):
     if not (type(data) is list and data and type(data[0]) is str):
         raise ValueError("not a tagged value")
-    tag, rest = data[0], data[1:]
-    if tag == "@" and len(rest) == 1 and type(rest[0]) is int and 0 <= rest[0] < len(objects):
-        return objects[rest[0]]
-    if tag == "none" and not rest:
-        return None
-    if tag == "bool" and len(rest) == 1 and type(rest[0]) is bool:
-        return rest[0]
-    if tag == "int" and len(rest) == 1:
-        return _int(rest[0])
-    if tag in ("float", "str", "bytes", "decimal", "date", "datetime", "time") and len(rest) == 1:
-        if type(rest[0]) is not str or len(rest[0]) > MAX_STR:
-            raise ValueError(f"malformed {tag}")
-        builder = {"float": float, "str": str, "decimal": decimal.Decimal, "bytes": lambda t: t.encode("latin-1")}
-        try:
-            build = builder.get(tag) or getattr(datetime, tag).fromisoformat
-            return build(rest[0])
-        except (ArithmeticError, UnicodeError) as err:
-            raise ValueError(f"malformed {tag}") from err
-    if tag == "complex" and len(rest) == 2 and all(type(r) is str and len(r) < 40 for r in rest):
-        return complex(float(rest[0]), float(rest[1]))
-    if tag == "fraction" and len(rest) == 2:
-        return fractions.Fraction(_int(rest[0]), _int(rest[1]))
-    if tag == "range" and len(rest) == 3:
-        return range(*(_int(r) for r in rest))
-    if tag == "timedelta" and len(rest) == 3 and all(type(r) is int for r in rest):
-        return datetime.timedelta(days=rest[0], seconds=rest[1], microseconds=rest[2])
-    return hooks.inline(data)
+    tag = data[0]
+    if len(data) == 2:  # the common tags, here: each function a candidate calls costs it page faults
+        item = data[1]
+        if tag == "int" and type(item) is str and len(item) <= MAX_DIGITS:
+            return int(item)
+        if tag == "str" and type(item) is str and len(item) <= MAX_STR:
+            return item
+        if tag == "@" and type(item) is int and 0 <= item < len(objects):
+            return objects[item]
+    builder = BUILDERS.get(tag)
+    if builder is None:
+        if tag == "@":
+            raise ValueError("malformed reference")
+        return hooks.inline(data)
+    if len(data) != builder[0] + 1:
+        raise ValueError(f"malformed {tag}")
+    try:
+        return builder[1](*data[1:])
+    except (ArithmeticError, UnicodeError) as err:
+        raise ValueError(f"malformed {tag}") from err
 
 
 def _items(node: list, position: int = 1) -> list:
@@ -264,6 +310,13 @@ def decode(graph, hooks: Hooks | None = None, targets: dict | None = None):
     if not (type(graph) is dict and "root" in graph and type(graph.get("nodes", [])) is list):
         raise ValueError("not a value graph")
     nodes = graph.get("nodes", [])
+    if not nodes:  # a scalar, a handle: nothing to build
+        return _inline(graph["root"], [], hooks)
+    if len(nodes) == 1 and graph["root"] == ["@", 0] and type(nodes[0]) is list and len(nodes[0]) == 2:
+        if nodes[0][0] == "list" and type(nodes[0][1]) is list and 0 not in targets:  # arguments, mostly
+            made: list = []
+            made.extend(_inline(item, [made], hooks) for item in nodes[0][1])
+            return made
     if len(nodes) > MAX_NODES:
         raise ValueError(f"more than {MAX_NODES} nodes")
     objects: list = [None] * len(nodes)
@@ -286,6 +339,8 @@ def decode(graph, hooks: Hooks | None = None, targets: dict | None = None):
 def _build_immutables(nodes: list, objects: list, hooks: Hooks) -> None:
     """Tuples, frozensets and namedtuples, each after the immutables it holds (no recursion)."""
     built = [node[0] in MUTABLE for node in nodes]
+    if all(built):
+        return
     for start in range(len(nodes)):
         stack, waiting = [start], {start}
         while stack and not built[stack[-1]]:
