@@ -197,7 +197,8 @@ class _Rational:
 
 def number(text: str) -> Number | None:
     """`text` as an exact rational expression, or None."""
-    tokens, position = [], 0
+    tokens: list[str] = []
+    position = 0
     while position < len(text):
         match = TOKEN.match(text, position)
         if match is None:

@@ -28,6 +28,7 @@ import io
 import json
 import sys
 import types
+from typing import Any
 
 from rlx.rewards.code.extract import choose
 from rlx.rewards.sandbox.values import SAFE_BUILTINS, Encoder, Hooks, Unencodable, decode
@@ -38,7 +39,14 @@ MAX_DEPTH = 32  # callbacks inside callbacks
 EXCEPTIONS = {c: n for n, c in vars(builtins).items() if isinstance(c, type) and issubclass(c, BaseException)}
 BY_NAME = {n: c for c, n in EXCEPTIONS.items()}
 BASES = (int, float, str, bytes, list, tuple, dict, set, frozenset)
-COPY = {int: int.__index__, float: float.__float__, str: str.__str__, bytes: bytes, list: list, tuple: tuple}
+COPY: dict[type, Any] = {
+    int: int.__index__,
+    float: float.__float__,
+    str: str.__str__,
+    bytes: bytes,
+    list: list,
+    tuple: tuple,
+}
 COPY |= {dict: lambda v: dict(dict.items(v)), set: set, frozenset: frozenset}
 
 
@@ -47,7 +55,7 @@ def describe(err: BaseException) -> dict:
     try:
         kind = type(err)
         bases = [EXCEPTIONS[c] for c in type.mro(kind) if c in EXCEPTIONS]
-        reply = {"error": str(kind.__name__)[:80], "bases": bases[:12], "detail": str(err)[:DETAIL]}
+        reply: dict = {"error": str(kind.__name__)[:80], "bases": bases[:12], "detail": str(err)[:DETAIL]}
         if isinstance(err, Unencodable):
             reply |= {"bases": [], "unencodable": True}
         return reply
@@ -61,7 +69,7 @@ class Server(Hooks):
         # the program's module, made before the fork (fresh for each candidate, and no page of sys.modules
         # written per candidate); in sys.modules as dataclasses, pickle and typing expect
         self.namespace: dict = sys.modules["__candidate__"].__dict__
-        self.code = None  # the compiled program (stdio runs it once per case)
+        self.code: types.CodeType | None = None  # the compiled program (stdio runs it once per case)
         self.classes: set[str] = set()  # classes the test defines: their instances cross as `obj` nodes
         self.handles: list = []
         self.handle_of: dict[int, int] = {}
@@ -89,7 +97,7 @@ class Server(Hooks):
         cls = self.namespace.get(name)
         if isinstance(cls, type):
             try:
-                made = object.__new__(cls)
+                made: object = object.__new__(cls)
                 vars(made)
                 return made
             except (TypeError, AttributeError):
@@ -102,7 +110,7 @@ class Server(Hooks):
         cls = self.namespace.get(name)
         if isinstance(cls, type) and issubclass(cls, tuple) and getattr(cls, "_fields", None) == tuple(fields):
             return cls
-        return collections.namedtuple(name, fields)  # type: ignore[misc]
+        return collections.namedtuple(name, fields)
 
     def _stub(self, number: int, name: str):
         def callback(*args, **kwargs):
@@ -226,7 +234,8 @@ class Server(Hooks):
         return {"value": self.encode(result)}
 
     def next(self, iterator, n) -> dict:
-        items, end = [], None
+        items: list = []
+        end: str | dict | None = None
         for _ in range(max(1, min(int(n), 256))):
             try:
                 items.append(next(iterator))
@@ -241,10 +250,10 @@ class Server(Hooks):
     def load(self, message: dict) -> dict:
         self.classes = set(message.get("classes", []))
         code = choose(self.program, message.get("code_from", "completion"), list(message.get("names", [])))
-        self.code = compile(message.get("preamble", "") + code, "<candidate>", "exec")
+        self.code = compiled = compile(message.get("preamble", "") + code, "<candidate>", "exec")
         if not message.get("execute", True):
             return {"ok": True}
-        exec(self.code, self.namespace)
+        exec(compiled, self.namespace)
         found = {}  # the names the test reads: data as it is now, everything else as a handle
         for name in message.get("names", []):
             if name in self.namespace:
@@ -263,7 +272,7 @@ class Server(Hooks):
         sys.stdin, sys.stdout = io.StringIO(stdin), out
         error, code = None, None
         try:
-            exec(self.code, {"__name__": "__main__"})
+            exec(self.code or "", {"__name__": "__main__"})
         except SystemExit as err:
             code = err.code if isinstance(err.code, int) else (0 if err.code is None else 1)
         except BaseException as err:  # noqa: BLE001

@@ -17,9 +17,10 @@ import collections
 import functools
 import keyword
 
+from rlx.rewards.code.refill import targets_for
 from rlx.rewards.code.remote import ArgumentNotPlain, CandidateAbort, Remote, SessionEnded, kind_of, rebuild
 from rlx.rewards.sandbox.session import Ended, Session
-from rlx.rewards.sandbox.values import MUTABLE, SAFE_BUILTINS, Encoder, Hooks, Unencodable, decode, targets_for
+from rlx.rewards.sandbox.values import MUTABLE, SAFE_BUILTINS, Encoder, Hooks, Unencodable, decode
 
 BUILTINS = {id(getattr(builtins, n)): n for n in SAFE_BUILTINS}
 MAX_DEPTH = 16  # callbacks of the test's own that call the candidate again, nested
@@ -32,7 +33,7 @@ def _namedtuple(name: str, fields: tuple[str, ...]) -> type:
         raise ValueError("not a namedtuple's names")
     if any(f.startswith("_") for f in fields):
         raise ValueError("not a namedtuple's names")
-    return collections.namedtuple(name, fields)  # type: ignore[misc]
+    return collections.namedtuple(name, fields)
 
 
 class Client(Hooks):
@@ -191,7 +192,7 @@ class Client(Hooks):
         cls = self.classes.get(name)
         if cls is None:
             raise ValueError(f"an object of a class the test does not define ({name!r})")
-        made = object.__new__(cls)
+        made: object = object.__new__(cls)
         if not isinstance(getattr(made, "__dict__", None), dict):
             raise ValueError(f"{name} objects hold no attribute dict")
         return made

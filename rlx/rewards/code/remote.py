@@ -26,6 +26,7 @@ from __future__ import annotations
 import builtins
 import collections
 import functools
+from typing import Any
 
 EXCEPTIONS = {n: c for n, c in vars(builtins).items() if isinstance(c, type) and issubclass(c, BaseException)}
 EXITS = (SystemExit, KeyboardInterrupt, GeneratorExit)
@@ -55,7 +56,7 @@ class ArgumentNotPlain(TypeError):
 
 
 @functools.lru_cache(maxsize=512)
-def _exception_class(name: str, base: type) -> type:
+def _exception_class(name: str, base: Any) -> Any:
     return type(name, (base, CandidateRaised), {"__module__": "candidate", "kind": name})
 
 
@@ -67,13 +68,13 @@ def rebuild(reply: dict, call: bool = False) -> BaseException:
     detail = str(reply.get("detail", ""))[:1000]
     if reply.get("unencodable"):
         return CandidateAbort("Unencodable", detail)
-    bases = reply.get("bases") if isinstance(reply.get("bases"), list) else []
-    base = next((EXCEPTIONS[b] for b in bases if type(b) is str and b in EXCEPTIONS), Exception)
+    bases = reply["bases"] if isinstance(reply.get("bases"), list) else []
+    base: type[BaseException] = next((EXCEPTIONS[b] for b in bases if type(b) is str and b in EXCEPTIONS), Exception)
     if issubclass(base, EXITS) or not issubclass(base, Exception):
         return CandidateAbort(name, detail)
     if call and issubclass(base, StopIteration | StopAsyncIteration):
         base, detail = RuntimeError, f"a call raised {name}: {detail}"
-    cls = _exception_class(name if name.isidentifier() else "CandidateError", base)
+    cls = _exception_class(name if name.isidentifier() else "CandidateError", base)  # type: ignore[arg-type]
     try:
         return cls(detail)
     except Exception:  # noqa: BLE001 - a class whose constructor wants more (UnicodeDecodeError): args only

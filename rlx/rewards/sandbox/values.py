@@ -15,7 +15,8 @@ makes it a handle; the checker a callback or a trusted object) or is refused (`U
 untrusted graphs: anything malformed or over the limits raises ValueError, never anything else of its own;
 it builds exact built-in types and asks `Hooks` for everything else, so the objects a checker gets back are
 its own (their `==` is Python's or the checker's, never the candidate's). `decode(..., targets=)` refills
-existing objects in place: how a candidate's mutation of an argument reaches the test's own list.
+existing objects in place (rlx.rewards.code.refill picks them): how a candidate's mutation of an argument reaches
+the test's own list.
 
 This file is copied into the jail (stdlib only).
 """
@@ -26,6 +27,7 @@ import collections
 import datetime
 import decimal
 import fractions
+from typing import Any
 
 MAX_NODES = 20_000  # containers and objects in one value
 MAX_PARTS = 200_000  # values of every kind in one graph
@@ -33,8 +35,8 @@ MAX_STR = 100_000
 MAX_DIGITS = 4000
 MUTABLE = {"list", "dict", "set", "bytearray", "deque", "odict", "counter", "ddict", "obj"}
 IMMUTABLE = {"tuple", "frozenset", "named"}
-FACTORIES = {f.__name__: f for f in (int, float, str, list, dict, set, tuple, frozenset)}
-CONTAINERS = {
+FACTORIES: dict[str, type] = {f.__name__: f for f in (int, float, str, list, dict, set, tuple, frozenset)}
+CONTAINERS: dict[type, str] = {
     list: "list",
     tuple: "tuple",
     set: "set",
@@ -69,7 +71,7 @@ def _text(value: str) -> str:
     return value
 
 
-def _int(value: int) -> list:
+def _encode_int(value: int) -> list:
     if value.bit_length() > MAX_DIGITS * 3.3:
         raise Unencodable(f"an integer of more than {MAX_DIGITS} digits")
     return ["int", str(value)]
@@ -84,7 +86,7 @@ def _moment(value) -> list | None:
 SCALARS = {  # exact type -> its inline form (None: not encodable here after all)
     type(None): lambda v: ["none"],
     bool: lambda v: ["bool", v],
-    int: _int,
+    int: _encode_int,
     float: lambda v: ["float", repr(v)],
     str: lambda v: ["str", _text(v)],
     complex: lambda v: ["complex", repr(v.real), repr(v.imag)],
@@ -164,12 +166,8 @@ class Encoder:
         if kind in ("dict", "odict", "counter", "ddict"):
             pairs = [[self.value(k), self.value(v)] for k, v in list(value.items())]
             if kind == "ddict":
-                factory = value.default_factory
-                return [
-                    kind,
-                    factory.__name__ if FACTORIES.get(getattr(factory, "__name__", "")) is factory else None,
-                    pairs,
-                ]
+                name = getattr(value.default_factory, "__name__", "")
+                return [kind, name if FACTORIES.get(name) is value.default_factory else None, pairs]
             return [kind, pairs]
         items = [self.value(item) for item in list(value)]
         return [kind, items, value.maxlen] if kind == "deque" else [kind, items]
@@ -219,7 +217,7 @@ def _whole(value) -> int:
 
 
 # tag -> (number of fields, builder of the value from them); each checks what it is given (untrusted)
-BUILDERS = {
+BUILDERS: dict[str, tuple[int, Any]] = {
     "none": (0, lambda: None),
     "bool": (1, _flag),
     "int": (1, _int),
@@ -237,7 +235,8 @@ BUILDERS = {
 }
 
 
-def _inline(data, objects: list, hooks: Hooks):
+def inline_value(data, objects: list, hooks: Hooks):
+    """One inline value of a graph (`objects`: the graph's nodes, built); ValueError when it is malformed."""
     if not (type(data) is list and data and type(data[0]) is str):
         raise ValueError("not a tagged value")
     tag = data[0]
@@ -294,7 +293,7 @@ def _shell(node: list, index: int, hooks: Hooks, targets: dict):
         factory = node[1]
         if factory is not None and factory not in FACTORIES:
             raise ValueError("unknown default factory")
-        return collections.defaultdict(FACTORIES.get(factory))  # type: ignore[arg-type]
+        return collections.defaultdict(FACTORIES.get(factory))
     if tag == "deque":
         maxlen = node[2] if len(node) == 3 else None
         if maxlen is not None and (type(maxlen) is not int or maxlen < 0):
@@ -311,11 +310,11 @@ def decode(graph, hooks: Hooks | None = None, targets: dict | None = None):
         raise ValueError("not a value graph")
     nodes = graph.get("nodes", [])
     if not nodes:  # a scalar, a handle: nothing to build
-        return _inline(graph["root"], [], hooks)
+        return inline_value(graph["root"], [], hooks)
     if len(nodes) == 1 and graph["root"] == ["@", 0] and type(nodes[0]) is list and len(nodes[0]) == 2:
         if nodes[0][0] == "list" and type(nodes[0][1]) is list and 0 not in targets:  # arguments, mostly
             made: list = []
-            made.extend(_inline(item, [made], hooks) for item in nodes[0][1])
+            made.extend(inline_value(item, [made], hooks) for item in nodes[0][1])
             return made
     if len(nodes) > MAX_NODES:
         raise ValueError(f"more than {MAX_NODES} nodes")
@@ -331,7 +330,7 @@ def decode(graph, hooks: Hooks | None = None, targets: dict | None = None):
             for index, node in enumerate(nodes):
                 if node[0] in MUTABLE and (node[0] == "obj") == tag_first:
                     _fill(node, objects[index], objects, hooks, index in targets)
-        return _inline(graph["root"], objects, hooks)
+        return inline_value(graph["root"], objects, hooks)
     except (TypeError, OverflowError, RecursionError) as err:  # unhashable keys, huge ranges, hostile hashing
         raise ValueError(f"malformed value ({type(err).__name__}: {err})") from None
 
@@ -359,7 +358,7 @@ def _build_immutables(nodes: list, objects: list, hooks: Hooks) -> None:
                 stack.append(pending[0])
                 waiting.add(pending[0])
                 continue
-            values = [_inline(i, objects, hooks) for i in items]
+            values = [inline_value(i, objects, hooks) for i in items]
             if node[0] == "named":
                 if len(node) != 4 or type(node[1]) is not str:
                     raise ValueError("malformed named node")
@@ -379,7 +378,7 @@ def _fill(node: list, shell, objects: list, hooks: Hooks, refill: bool) -> None:
         for name, value in attributes:
             if type(name) is not str or not name.isidentifier() or name.startswith("__"):
                 raise ValueError("malformed attribute name")
-            state[name] = _inline(value, objects, hooks)
+            state[name] = inline_value(value, objects, hooks)
         holder = vars(shell)
         holder.clear()
         holder.update(state)
@@ -393,57 +392,8 @@ def _fill(node: list, shell, objects: list, hooks: Hooks, refill: bool) -> None:
         shell.clear()
     if tag in ("dict", "odict", "counter", "ddict"):
         for key, value in _pairs(node):
-            shell[_inline(key, objects, hooks)] = _inline(value, objects, hooks)
+            shell[inline_value(key, objects, hooks)] = inline_value(value, objects, hooks)
     elif tag == "set":
-        shell.update(_inline(item, objects, hooks) for item in _items(node))
+        shell.update(inline_value(item, objects, hooks) for item in _items(node))
     else:  # list, deque
-        shell.extend(_inline(item, objects, hooks) for item in _items(node))
-
-
-def targets_for(graph: dict, pairs: list[tuple[object, object]]) -> dict[int, object]:
-    """Which nodes of `graph` are the same objects as `pairs`' originals: (value, original) pairs, descended into
-    position by position (lists, tuples), key by key (dicts, scalar keys) and attribute by attribute (objects),
-    so that refilling them in place keeps the identity of every inner list a test may hold."""
-    nodes, targets, claimed = graph.get("nodes", []), {}, set()
-    todo = list(pairs)
-    while todo:
-        value, original = todo.pop()
-        if not (type(value) is list and len(value) == 2 and value[0] == "@" and type(value[1]) is int):
-            continue
-        index = value[1]
-        if not (0 <= index < len(nodes) and type(nodes[index]) is list and nodes[index]) or index in targets:
-            continue
-        node, tag = nodes[index], nodes[index][0]
-        if tag in MUTABLE and id(original) not in claimed:
-            fits = CLASSES.get(tag) is type(original) or (tag == "obj" and hasattr(original, "__dict__"))
-            if not fits:
-                continue
-            targets[index] = original
-            claimed.add(id(original))
-        if tag in ("list", "tuple", "deque") and type(node[1]) is list:
-            todo += [
-                (v, o)
-                for v, o in zip(node[1], list(original), strict=False)
-                if type(original) in (list, tuple, collections.deque)
-            ]
-        elif tag in ("dict", "odict", "counter", "ddict") and isinstance(original, dict):
-            for pair in node[-1] if type(node[-1]) is list else []:
-                key = _scalar_key(pair)
-                if key is not None and key in original:
-                    todo.append((pair[1], original[key]))
-        elif tag == "obj" and type(node[2]) is list and hasattr(original, "__dict__"):
-            todo += [
-                (p[1], vars(original)[p[0]])
-                for p in node[2]
-                if type(p) is list and len(p) == 2 and p[0] in vars(original)
-            ]
-    return targets
-
-
-def _scalar_key(pair):
-    if type(pair) is list and len(pair) == 2 and type(pair[0]) is list and pair[0] and pair[0][0] in ("int", "str"):
-        try:
-            return _inline(pair[0], [], Hooks())
-        except ValueError:
-            return None
-    return None
+        shell.extend(inline_value(item, objects, hooks) for item in _items(node))
