@@ -24,6 +24,7 @@ from rlx.rewards.sandbox.values import MUTABLE, SAFE_BUILTINS, Encoder, Hooks, U
 
 BUILTINS = {id(getattr(builtins, n)): n for n in SAFE_BUILTINS}
 MAX_DEPTH = 16  # callbacks of the test's own that call the candidate again, nested
+MAX_NAMED = 64  # distinct namedtuple types one session may send
 
 
 @functools.lru_cache(maxsize=256)
@@ -46,6 +47,7 @@ class Client(Hooks):
         self.dead: SessionEnded | None = None
         self.depth = 0
         self.comparing: set[tuple[int, int]] = set()
+        self.named_types: set[tuple[str, tuple[str, ...]]] = set()
 
     # ---- the wire -----------------------------------------------------------------------------------------
     def _exchange(self, message: dict) -> dict:
@@ -110,7 +112,11 @@ class Client(Hooks):
         except (ValueError, TypeError, KeyError, IndexError) as err:
             self.dead = SessionEnded("Garbled", f"arguments sent back malformed ({err})"[:300])
             raise self.dead from None
-        return self._value(reply, targets)[0]
+        made = self._value(reply, targets)
+        if not (type(made) is list and len(made) == 3):
+            self.dead = SessionEnded("Garbled", "a call's reply with its arguments is not [result, args, kwargs]")
+            raise self.dead
+        return made[0]
 
     @staticmethod
     def _argument_pairs(graph, args: tuple, kwargs: dict) -> list:
@@ -198,6 +204,9 @@ class Client(Hooks):
         return made
 
     def named(self, name: str, fields: list[str]):
+        self.named_types.add((name, tuple(fields)))
+        if len(self.named_types) > MAX_NAMED:  # each new one is a class to build here: a bound on that work
+            raise ValueError(f"more than {MAX_NAMED} namedtuple types in one session")
         return _namedtuple(name, tuple(fields))
 
     # ---- the test's values, sent ----------------------------------------------------------------------------
