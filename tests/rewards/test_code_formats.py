@@ -185,3 +185,50 @@ def test_unbiased_pass_at_k():
     assert pass_at_k(3, 0, 3) == 0.0
     with pytest.raises(ValueError, match="at least 4 samples"):
         pass_at_k(3, 1, 4)
+
+
+def test_the_prompts_helpers_are_the_tests_and_its_stubs_the_candidates():
+    from rlx.rewards.code.program import prompt_helpers
+
+    prompt = (
+        "import math\nMOD = 10**9 + 7\nHUGE = 10**10**10\nINF = float('inf')\n\n"
+        "def poly(xs, x):\n    return sum(c * x**i for i, c in enumerate(xs))\n\n"
+        "class Solution:\n    def solve(self, xs):\n        '''The candidate writes this.'''\n\n"
+        "def find_zero(xs):\n    '''Also the candidate's.'''\n"
+    )
+    source, classes = prompt_helpers(prompt, "find_zero")
+    assert "import math" in source and "MOD = 10 ** 9 + 7" in source and "def poly" in source
+    assert "HUGE" not in source and "INF" not in source  # only what cannot fail or run long in the trainer
+    assert "Solution" not in source and "find_zero" not in source and classes == []
+    assert prompt_helpers("Write a function that adds two numbers.", None) == ("", [])  # prose: no helpers
+
+
+def test_free_names_the_stdlib_is_the_checkers_the_rest_the_candidates():
+    tests = parse(
+        {
+            "tests": [
+                "assert math.isclose(area(1), 3.14, rel_tol=0.01)",
+                "assert Solution().f(LIMIT) == collections.deque()",
+            ]
+        },
+        "auto",
+        "completion",
+    )
+    assert "import math" in tests.setup and "import collections" in tests.setup
+    assert tests.proxies == ["LIMIT", "Solution", "area"]
+    row = {**CHECK_ROW, "entry_point": "Solution().add", "test": CHECK_ROW["test"] + "\ncheck(add)\n"}
+    leetcode = parse(row, "auto", "completion")
+    assert leetcode.steps == ["check(Solution().add)"] and "Solution" in leetcode.proxies
+    assert "check(add)" not in leetcode.setup  # the program's own call of check is the checker's step
+
+
+def test_unittest_assertions_are_tests_and_a_testcase_program_runs_its_methods():
+    program = (
+        "import unittest\n\nclass T(unittest.TestCase):\n    def test_a(self):\n        self.assertEqual(f(1), 2)\n"
+        "        with self.assertRaises(ValueError):\n            f(-1)\n    def helper(self):\n        pass\n\n"
+        "if __name__ == '__main__':\n    unittest.main()\n"
+    )
+    tests = parse({"test": program}, "auto", "completion")
+    assert tests.format == "check" and tests.steps == ["__rlx_unittest__(T, 'test_a')"]
+    assert tests.labels == ["self.assertEqual(f(1), 2)", "with self.assertRaises(ValueError):"]
+    assert tests.proxies == ["f"]

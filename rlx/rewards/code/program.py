@@ -1,11 +1,12 @@
 """A row's test program and prompt, read in the trainer (the dataset's code, never the completion).
 
-- `prompt_helpers`: what a code prompt defines for the test program, as HumanEval's harness runs prompt + completion
-  + test as one program: its imports, literal constants, and the functions and classes it writes in full
-  (HumanEval/32's `poly`, /38's `encode_cyclic`, LeetCode's `ListNode` and `list_node`). Its stubs (a body that
-  is only a docstring, `pass` or `...`; a class of stubs, LeetCode's `class Solution`) are the candidate's to
-  write, so the test program sees the candidate's. The helpers run in the checker (the dataset's versions: a
-  completion that redefines `poly` changes nothing the test computes) and before the candidate's code.
+- `prompt_helpers`: what a code prompt defines for the test program, as HumanEval's harness runs prompt +
+  completion + test as one program: its imports, its constants (`MOD = 10**9 + 7`), and the functions and
+  classes it writes in full (HumanEval/32's `poly`, /38's `encode_cyclic`, LeetCode's `ListNode` and
+  `list_node`). Its stubs (a body that is only a docstring, `pass` or `...`; a class of stubs, LeetCode's
+  `class Solution`) are the candidate's to write, so the test program sees the candidate's. The helpers run in
+  the checker (the dataset's versions: a completion that redefines `poly` changes nothing the test computes) and
+  before the candidate's code.
 - `free_names`: the names a test program reads and never binds: a name of the standard library is imported in
   the checker (`math.isclose` stays the real one); every other one is the candidate program's global of that
   name (the function under test, `Solution`, a constant), reached by request.
@@ -46,15 +47,24 @@ def is_stub(node: ast.stmt) -> bool:
     return False
 
 
+CONSTANT_PARTS = (ast.Constant, ast.BinOp, ast.UnaryOp, ast.Tuple, ast.List, ast.Set, ast.Dict, ast.operator)
+CONSTANT_PARTS += (ast.unaryop, ast.expr_context)
+
+
 def _literal(node: ast.stmt) -> bool:
+    """An assignment of a constant expression (`MOD = 10**9 + 7`, `DIGITS = "0123456789"`): nothing to fail."""
     value = getattr(node, "value", None)
     if not isinstance(node, ast.Assign | ast.AnnAssign) or value is None:
         return False
-    try:
-        ast.literal_eval(value)
-    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
-        return False
-    return True
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    parts = list(ast.walk(value))
+    small_powers = all(  # 10**9 + 7, never 10**10**10 (evaluated in the trainer)
+        isinstance(n.right, ast.Constant) and isinstance(n.right.value, int) and abs(n.right.value) <= 64
+        for n in parts
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Pow | ast.LShift)
+    )
+    constant = all(isinstance(n, CONSTANT_PARTS) for n in parts)
+    return constant and small_powers and all(isinstance(t, ast.Name) for t in targets)
 
 
 def prompt_helpers(prompt, entry: str | None = None) -> tuple[str, list[str]]:
