@@ -47,8 +47,8 @@ def is_stub(node: ast.stmt) -> bool:
     return False
 
 
-CONSTANT_PARTS = (ast.Constant, ast.BinOp, ast.UnaryOp, ast.Tuple, ast.List, ast.Set, ast.Dict, ast.operator)
-CONSTANT_PARTS += (ast.unaryop, ast.expr_context)
+CONSTANT_PARTS: tuple[type, ...] = (ast.Constant, ast.BinOp, ast.UnaryOp, ast.Tuple, ast.List, ast.Set, ast.Dict)
+CONSTANT_PARTS += (ast.operator, ast.unaryop, ast.expr_context)
 
 
 def _literal(node: ast.stmt) -> bool:
