@@ -190,7 +190,9 @@ def test_an_unknown_torch_in_forward_stops_the_reward_at_start():
     from rlx.rewards.triton.reward import TritonReward
 
     limits = dict(wall_s=20, cpu_s=15, memory_mb=4096, fsize_mb=16, disk_mb=64, output_kb=8192)
-    with pytest.raises(ValueError, match=r"reward\.torch_in_forward must be 'kernels_only' .*'reference_layers'"):
+    with pytest.raises(
+        ValueError, match=r"reward\.torch_in_forward must be 'kernels_only' .*'reference_layers'.* or null"
+    ):
         TritonReward(2, "cpu", 1, 0, 2.0, 0.5, 0.5, 10, limits, 62100, torch_in_forward="level2")
 
 
@@ -198,3 +200,21 @@ def test_a_module_level_alias_of_triton_jit_marks_kernels():
     alias = HEAD + "jit = triton.jit\n@jit\ndef k(x):\n    tl.store(x, tl.load(x))\n"
     result = static_checks(alias + MODEL.replace("_copy_kernel", "k"))
     assert result.kernels == {("k", 6)} and result.checks["vocabulary"], result.reason
+
+
+def test_torch_in_forward_null_takes_the_task_s_policy():
+    from types import SimpleNamespace
+
+    from rlx.rewards.triton.reward import TritonReward
+
+    def bound(configured, task):
+        reward = SimpleNamespace(torch_in_forward=configured)
+        TritonReward.bind(reward, task)  # type: ignore[arg-type]
+        return TritonReward.policy.fget(reward)  # type: ignore[attr-defined]
+
+    level2 = SimpleNamespace(torch_in_forward="reference_layers")  # data=kernelbench at level 2
+    assert bound(None, level2) == "reference_layers"
+    assert bound(None, object()) == "kernels_only"  # data=kernels states nothing
+    assert bound("kernels_only", level2) == "kernels_only"  # the command line wins
+    with pytest.raises(ValueError, match="torch_in_forward='everything'"):
+        bound(None, SimpleNamespace(torch_in_forward="everything"))

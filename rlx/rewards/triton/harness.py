@@ -141,7 +141,7 @@ def _reference_layers(namespace: dict) -> Layers:
     return Layers(counts)
 
 
-def _load(program: str, message: dict, state: dict, session: Session) -> dict:
+def _load(program: str, message: dict, state: dict, session: Session | None = None) -> dict:
     candidate, device = message["mode"] == "candidate", message["device"]
     namespace: dict = {"__name__": "__task__"}
     layers = None
@@ -166,7 +166,7 @@ def _load(program: str, message: dict, state: dict, session: Session) -> dict:
         return {"error": _name(err).split(":")[0], "detail": _name(err)}
     if not _modes_clean():
         return {"violation": "torch mode left active after loading the program"}
-    if candidate and (changed := session.changed_class()):
+    if candidate and session is not None and (changed := session.changed_class()):
         return {"violation": f"the program changed {changed} (monkeypatching a library)"}
     state.update(model=model, namespace=namespace, device=device, mode=message["mode"], layers=layers)
     return {"ok": True}

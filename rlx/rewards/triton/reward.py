@@ -203,15 +203,16 @@ class TritonReward:
         time_repeats: int,
         limits: dict,
         base_uid: int,
-        torch_in_forward: str = "kernels_only",
+        torch_in_forward: str | None = None,
     ) -> None:
         """Refuses to start (SandboxUnavailable, one line) where no sandbox can be built."""
         if device not in ("auto", "cpu", "cuda"):
             raise ValueError(f"reward.device must be 'auto', 'cpu' or 'cuda' (got {device!r})")
-        if torch_in_forward not in TORCH_IN_FORWARD:
+        if torch_in_forward is not None and torch_in_forward not in TORCH_IN_FORWARD:
             raise ValueError(
-                f"reward.torch_in_forward must be 'kernels_only' (all compute in Triton kernels) or "
-                f"'reference_layers' (the reference Model's own torch.nn layers may run too) (got {torch_in_forward!r})"
+                f"reward.torch_in_forward must be 'kernels_only' (all compute in Triton kernels), 'reference_layers' "
+                f"(the reference Model's own torch.nn layers may run too) or null (the task's, else kernels_only) "
+                f"(got {torch_in_forward!r})"
             )
         self.torch_in_forward = torch_in_forward
         if device == "auto":  # the same command scores on a GPU machine and on a CPU-only one
@@ -238,9 +239,24 @@ class TritonReward:
         self.reference_sandbox = Sandbox(HARNESS, 1, self.limits, base_uid=base_uid + workers, **common)  # type: ignore[arg-type]
         self._references: dict[str, Outcome] = {}
 
+    def bind(self, task) -> None:
+        """Resolve `torch_in_forward=None` from the task this reward scores (data=kernelbench states its level's:
+        level 2 and up keep the reference's layers), else kernels_only; called once at start by rlx.train's
+        preflight and rlx.score."""
+        if self.torch_in_forward is None:
+            stated = getattr(task, "torch_in_forward", None)
+            if stated is not None and stated not in TORCH_IN_FORWARD:
+                raise ValueError(f"the task states torch_in_forward={stated!r}: expected one of {TORCH_IN_FORWARD}")
+            self.torch_in_forward = stated
+
+    @property
+    def policy(self) -> str:
+        """The torch policy rows are scored under: reward.torch_in_forward, else the bound task's, else kernels_only."""
+        return self.torch_in_forward or "kernels_only"
+
     def _load(self, task: str, mode: str) -> dict:
         message = {"op": "load", "mode": mode, "task": task, "init_seed": INIT_SEED, "device": self.device}
-        return {**message, "torch_in_forward": self.torch_in_forward}
+        return {**message, "torch_in_forward": self.policy}
 
     def _reference_check(self, session: Session, index: int) -> dict:
         loaded, _ = session.request(self._load("", "reference"))
