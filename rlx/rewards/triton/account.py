@@ -4,9 +4,10 @@ Installed by the harness around the forward (rlx.rewards.triton.harness), in the
 torch modes held by the harness (the program can name neither: rlx.rewards.triton.static):
   * `DispatchAccount` (a TorchDispatchMode) sees each ATen op. `x[idx]` is aten.index (a gather), `x[0:4]`
     aten.slice (a view), `torch.ones` aten.ones (an allocation with a constant). Allowed: metadata, views,
-    allocations, and constant fills (fill_, zero_) of storage allocated during this forward. Everything else
-    reads values (arithmetic, reductions, gathers, copies, clones, dtype casts, `.item()`): torch compute,
-    recorded and refused. An op on a tensor subclass is refused too (its own handler would run unseen).
+    allocations (with values from Python alone too: torch.arange, torch.tensor([...])), and constant fills
+    (fill_, zero_) of storage allocated during this forward. Everything else reads values (arithmetic,
+    reductions, gathers, copies, clones, dtype casts, `.item()`): torch compute, recorded and refused. An op
+    on a tensor subclass is refused too (its own handler would run unseen).
   * `CallGuard` (a TorchFunctionMode) refuses the readers that bypass dispatch (`.numpy()`, `.tolist()`,
     `untyped_storage()`, `__array__`, `__dlpack__`, printing values) and serves allocations as canary-padded
     buffers (rlx.rewards.triton.guards). Readers reached from torch's own Python code are caught by wrappers
@@ -48,9 +49,12 @@ VIEWS = {
     "diagonal", "unfold", "view_as_real", "view_as_complex", "movedim", "real", "imag", "set_", "_neg_view",
     "_conj", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "is_same_size", "record_stream",
 }  # fmt: skip
+# New storage filled with nothing or with values from Python alone (no tensor's values read): torch.empty,
+# torch.ones, torch.full, torch.arange, torch.tensor([...]) (aten.lift_fresh of what it built from the list).
 ALLOCATIONS = {
     "empty", "empty_like", "empty_strided", "empty_permuted", "new_empty", "new_empty_strided", "zeros",
     "zeros_like", "new_zeros", "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "scalar_tensor",
+    "arange", "linspace", "logspace", "eye", "lift_fresh",
 }  # fmt: skip
 FILLS = {("fill_", "Scalar"), ("zero_", "")}
 # What Triton's own launch path may run on the program's tensors (the interpreter's copies to the host and back,
