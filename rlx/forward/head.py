@@ -56,7 +56,7 @@ def split_head(model) -> Head | None:
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     head = base.get_output_embeddings() if hasattr(base, "get_output_embeddings") else None
     decoder = base.get_decoder() if hasattr(base, "get_decoder") else None
-    if type(head) is not nn.Linear or head.bias is not None or decoder is None or decoder is base or _sharded(base):
+    if type(head) is not nn.Linear or head.bias is not None or decoder is None or decoder is base or sharded(base):
         return None
     if any(getattr(base.config, key, None) not in (None, 1, 1.0) for key in _LOGIT_TRANSFORMS):
         return None  # (the check below could miss a soft cap on a fresh model's small logits)
@@ -66,7 +66,7 @@ def split_head(model) -> Head | None:
     return split if _checked[model] else None
 
 
-def _sharded(model) -> bool:
+def sharded(model) -> bool:
     # deferred: torch.distributed.fsdp only to detect a sharded model (trainer=fsdp)
     from torch.distributed.fsdp import FSDPModule
 
