@@ -92,7 +92,8 @@ def packed_outputs(
     forward (and one prompt pass when rows share prompts). `net` is the causal LM (field "logits") or a
     decoder (field "last_hidden_state": the LM's, rlx.forward.head.split_head, or a critic's body); `model`
     decides whether prompts are shared (`share` overrides it). None when no real completion token is predicted
-    (the caller runs the padded forward, whose output then still carries a gradient).
+    (the caller runs the padded forward, whose output then still carries a gradient) and when nothing would be
+    saved (every completion as long as the longest: packing would run as many tokens, with more indexing).
 
     Args: input_ids, attention_mask [N, P + T] (left-padded prompts, then the completions), T = response_width.
     """
@@ -119,6 +120,9 @@ def packed_outputs(
     rank = needed.cumsum(-1) - 1  # [N, P + T] a needed token's offset within its row's segment
     lengths = needed.sum(-1)  # [N]
     layout = _pack(lengths.tolist())
+    padded_tokens = n * (response_width - 1 if shared else width)  # what rlx.forward.prefix would run
+    if layout.rows * layout.width >= padded_tokens and rows.numel() == n * response_width:
+        return None  # rows of one length: packing would run the same tokens, with more indexing
     prefix = _prompt_pass(model, net, field, distinct[:, :width_p], distinct[:, width_p:]) if shared else None
     packed = None
     if layout.rows:
@@ -217,22 +221,26 @@ def _packed_pass(
 
 
 def _prompt_keys(owner: Tensor, row_prompt: Tensor, prompt_mask: Tensor) -> tuple[Tensor, Tensor]:
-    """For each packed row, the real tokens of the prompts its sequences continue, one after another: their
+    """For each packed row, the real tokens of the prompts its sequences continue, one prompt after another: their
     indices into the [K·P] flattened prompt tokens [B, Wp] (0 on padding) and which prompt each is (−1 padding)."""
-    width_p = prompt_mask.shape[1]
-    real = [row.nonzero().flatten() for row in prompt_mask.bool()]  # K × [real columns]
-    per_row: list[tuple[list[int], list[int]]] = []
-    for held in owner.tolist():
-        used = sorted({int(row_prompt[r]) for r in held if r >= 0})
-        index = [k * width_p + int(c) for k in used for c in real[k]]
-        per_row.append((index, [k for k in used for _ in real[k]]))
-    width = max(len(index) for index, _ in per_row)
-    flat = torch.zeros(len(per_row), width, dtype=torch.long)
-    which = torch.full((len(per_row), width), -1, dtype=torch.long)
-    for b, (index, prompt) in enumerate(per_row):
-        flat[b, : len(index)] = torch.tensor(index, dtype=torch.long)
-        which[b, : len(prompt)] = torch.tensor(prompt, dtype=torch.long)
-    return flat.to(owner.device), which.to(owner.device)
+    count, width_p = prompt_mask.shape
+    rows = owner.shape[0]
+    held = owner >= 0  # [B, W]
+    uses = torch.zeros(rows, count, dtype=torch.bool, device=owner.device)  # [B, K] the prompts each row continues
+    uses[torch.arange(rows, device=owner.device)[:, None].expand_as(owner)[held], row_prompt[owner[held]]] = True
+    lengths = prompt_mask.sum(-1)  # [K] real tokens of each prompt
+    block = uses * lengths  # [B, K]
+    first = block.cumsum(-1) - block  # [B, K] where prompt k's tokens start in row b
+    prompt, column = prompt_mask.nonzero(as_tuple=True)  # [R] every real prompt token
+    rank = (prompt_mask.cumsum(-1) - 1)[prompt, column]  # [R] its offset within its prompt
+    row, token = uses[:, prompt].nonzero(as_tuple=True)  # the (row, token) pairs to place
+    slot = first[row, prompt[token]] + rank[token]
+    width = int(block.sum(-1).max())
+    flat = torch.zeros(rows, width, dtype=torch.long, device=owner.device)
+    which = torch.full((rows, width), -1, dtype=torch.long, device=owner.device)
+    flat[row, slot] = prompt[token] * width_p + column[token]
+    which[row, slot] = prompt[token]
+    return flat, which
 
 
 def _gather(states: Tensor, flat: Tensor) -> Tensor:
