@@ -26,6 +26,7 @@ M predicted completion tokens.
 
 from __future__ import annotations
 
+import bisect
 import weakref
 from dataclasses import dataclass
 
@@ -155,20 +156,25 @@ class Layout:
 
 
 def _pack(lengths: list[int]) -> Layout:
-    """First-fit decreasing: segments longest first, each into the first packed row with room, rows as wide as
-    the longest segment (so no packed row attends over more tokens than a padded one would)."""
+    """Best-fit decreasing: segments longest first, each into the packed row whose room fits it most tightly (a
+    new row when none has room), rows as wide as the longest segment (so no packed row attends over more tokens
+    than a padded one would). O(N log N): the rows with room are kept sorted by it."""
     width = max(lengths, default=0)
-    free: list[int] = []  # room left in each packed row
+    rows = 0
+    rooms: list[tuple[int, int]] = []  # (room left, packed row) of the rows with room, sorted
     row, start = [0] * len(lengths), [0] * len(lengths)
     for i in sorted(range(len(lengths)), key=lambda i: -lengths[i]):
         if lengths[i] == 0:
             break
-        b = next((b for b, room in enumerate(free) if room >= lengths[i]), len(free))
-        if b == len(free):
-            free.append(width)
-        row[i], start[i] = b, width - free[b]
-        free[b] -= lengths[i]
-    return Layout(len(free), width, torch.tensor(row, dtype=torch.long), torch.tensor(start, dtype=torch.long))
+        at = bisect.bisect_left(rooms, (lengths[i], -1))
+        if at < len(rooms):
+            room, b = rooms.pop(at)
+        else:
+            room, b, rows = width, rows, rows + 1
+        row[i], start[i] = b, width - room
+        if room > lengths[i]:
+            bisect.insort(rooms, (room - lengths[i], b))
+    return Layout(rows, width, torch.tensor(row, dtype=torch.long), torch.tensor(start, dtype=torch.long))
 
 
 @dataclass(frozen=True)

@@ -227,13 +227,17 @@ def test_the_gradient_comparison_sees_a_leak(llama, float64_norms, monkeypatch):
     assert float((g_leaked - g_padded).abs().max()) > 1e-3 * float(g_padded.abs().max())
 
 
-def test_first_fit_decreasing_layout():
-    layout = packing._pack([3, 1, 4, 0, 2, 2])
-    # width 4 (the longest); longest first: 4 → row 0; 3 → row 1; 2 → row 2 (rows 0, 1 have room 0, 1);
-    # 2 → row 2 at slot 2; 1 → row 1 at slot 3; the empty segment is placed nowhere (row 0, slot 0 unused)
-    assert (layout.rows, layout.width) == (3, 4)
-    assert layout.row.tolist() == [1, 1, 0, 0, 2, 2]
-    assert layout.start.tolist() == [0, 3, 0, 0, 0, 2]
+def test_best_fit_decreasing_layout():
+    layout = packing._pack([3, 1, 4, 0, 2, 2, 1])
+    # width 4 (the longest); longest first: 4 → row 0 (full); 3 → row 1 (room 1); 2 → row 2 (room 2: no row has
+    # room for it); 2 → row 2 at slot 2 (full); 1 → row 1 at slot 3 (the tightest fit); 1 → row 3 (no room left);
+    # the empty segment goes nowhere (its row/slot 0 are unused)
+    assert (layout.rows, layout.width) == (4, 4)
+    assert layout.row.tolist() == [1, 1, 0, 0, 2, 2, 3]
+    assert layout.start.tolist() == [0, 3, 0, 0, 0, 2, 0]
+    layout = packing._pack([2, 3, 1, 1])  # width 3: 3 → row 0; 2 → row 1 (room 1); 1 → row 1 (the only room);
+    assert layout.row.tolist() == [1, 0, 1, 2]  # 1 → row 2
+    assert layout.start.tolist() == [0, 0, 2, 0]
 
 
 def test_packing_is_refused_where_it_would_not_be_exact(qwen2):
