@@ -210,7 +210,7 @@ def _packed_pass(
     slots = torch.arange(width, device=ids.device)
     same = owner[:, :, None] == owner[:, None, :]  # [B, W, W] (padding slots see padding: finite, unused)
     allowed = same & (slots[:, None] >= slots[None, :])  # [B, W, W] causal within a sequence
-    cache = {"use_cache": False}
+    cache: dict[str, object] = {"use_cache": False}
     if prefix is not None:
         flat, prompt_of_key = _prompt_keys(owner, row_prompt, prefix.mask)  # [B, Wp] each
         prompt_of_query = torch.where(owner >= 0, row_prompt[owner.clamp(min=0)], -2)  # [B, W] (padding: none)
