@@ -174,25 +174,32 @@ def gemm_rate(rows: int, inner: int, outer: int, form: str, min_seconds: float =
     return best
 
 
+TILE_ROWS, TILE_COLUMNS = 256, 4096  # the smaller GEMMs a big one splits into (rlx.forward.head's tiles)
+
+
 def bound_seconds(shape: Shape, work: Work, rows: int, backward: bool, rates: dict) -> tuple[float, dict]:
-    """The time `work` takes if every matmul runs at this machine's measured rate for its shape with `rows` GEMM
-    rows per call (and the attention at the best of those rates): the phase's bound. `rates` caches
-    (rows, inner, outer, form) → FLOP/s."""
+    """The time `work` takes if every matmul runs at this machine's best measured rate for its weight, with
+    `rows` GEMM rows per call or split into tiles of ≤ TILE_ROWS rows by ≤ TILE_COLUMNS outputs (whichever is
+    faster: the bound is not held down by one way of cutting the work), attention at the best of those rates:
+    the phase's bound. `rates` caches (rows, inner, outer, form) → FLOP/s."""
     forms = ("forward", "input", "weight") if backward else ("forward",)
     seconds, seen = 0.0, {}
     for inner, outer in shape.gemms():
         is_head = (inner, outer) == (shape.hidden, shape.vocab)
-        per_call = (
-            work.heads if is_head else work.tokens * shape.layers * sum(1 for s in shape.linears if s == (inner, outer))
-        )
+        count = sum(1 for s in shape.linears if s == (inner, outer))
+        uses = work.heads if is_head else work.tokens * shape.layers * count  # rows through this weight
         for form in forms:
-            key = (max(1, rows), inner, outer, form)
-            if key not in rates:
-                rates[key] = gemm_rate(*key)
-            seen[key] = rates[key]
-            seconds += 2 * inner * outer * per_call / rates[key]
-    best = max(seen.values())
-    seconds += shape.keys(work.pairs) * (3 if backward else 1) / best
+            best = 0.0
+            for m in {max(1, rows), max(1, min(rows, TILE_ROWS))}:
+                for n in {outer, min(outer, TILE_COLUMNS)}:
+                    key = (m, inner, n, form)
+                    if key not in rates:
+                        rates[key] = gemm_rate(*key)
+                    seen[key] = rates[key]
+                    best = max(best, rates[key])
+            seconds += 2 * inner * outer * uses / best
+    fastest = max(seen.values())
+    seconds += shape.keys(work.pairs) * (3 if backward else 1) / fastest
     return seconds, seen
 
 
