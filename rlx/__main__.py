@@ -6,6 +6,7 @@ import argparse
 import logging
 import os
 import sys
+from pathlib import Path
 
 import hydra
 from hydra import compose, initialize, initialize_config_dir
@@ -25,15 +26,18 @@ log = logging.getLogger("rlx")
 )  # configs come from rlx:// (see rlx.cli.configs)
 def run(cfg: DictConfig) -> float | None:
     # deferred: kept out of --help's start-up (loaded once a run starts)
-    from rlx.cli import status
+    from rlx.checks import check_optimizers
+    from rlx.cli import status, stop
     from rlx.cli.preflight import build_inputs, check_config
 
-    status.stop_on_signals()  # SIGTERM/SIGINT: status.json says stopped, whatever the phase
+    stop.reset()  # (a sweep's worker runs several jobs)
+    stop.install()  # SIGTERM/SIGINT: one handler, acted on where nothing is lost, whatever the phase
     try:
         check_config(cfg)  # unset values, the step budget, a sweep started as one run: before any heavy import
         implied.announce(cfg)  # what a choice brought or set for another group (reward=triton: data=kernels, ...)
         status.enter("checks")
         inputs = build_inputs(cfg)  # data files, reward/data pairing, group size: before Lightning and transformers
+        check_optimizers(inputs.algo, cfg.trainer.max_steps)  # lr < 0, betas outside [0, 1), ...: before the model
         log.info("%s: %d RL steps, run directory %s", run_description(), cfg.trainer.max_steps, cfg.run_dir)
         status.enter("imports")
         # deferred: kept out of --help's start-up (loaded once a run starts)
@@ -45,10 +49,8 @@ def run(cfg: DictConfig) -> float | None:
 
         quiet_third_party()
         summary = train(cfg, inputs)  # an error propagates: Hydra records the job as failed, main() reports it
-    except SystemExit as stop:  # a signal (rlx.cli.status.Stopped, or the checkpoint callback's Interrupted)
-        status.write_stopped(cfg.run_dir, stop.code)
-        if isinstance(stop, status.Stopped):
-            status.exit_now(stop.code)  # the phase has unwound; skip the interpreter's slow teardown
+    except SystemExit as stopped:  # a signal (rlx.cli.stop.Stopped, or the checkpoint callback's Interrupted)
+        report_stop(cfg, stopped)
         raise
     before, after = summary["before"] or {}, summary["after"]
     print(
@@ -59,6 +61,31 @@ def run(cfg: DictConfig) -> float | None:
     print(f"  summary.json  metrics: {summary['metrics_csv']}  samples: {summary['samples']}")
     print(f"  policy (save_pretrained): {summary['policy_dir']}  resume: ckpt_path={summary['checkpoint']}")
     return after["val/accuracy"]
+
+
+def report_stop(cfg: DictConfig, stopped: SystemExit) -> None:
+    """status.json says `stopped` (the phase, the signal, the step), and one line says so and how to go on; a
+    `Stopped` then ends the process at once (rlx.cli.status.exit_now), the others unwind as a SystemExit."""
+    from rlx.cli import status, stop
+
+    stop.record_only()  # a second signal must not cut these writes
+    signum = stop.pending() or getattr(stopped, "signum", None)
+    code = 128 + signum if signum else stopped.code
+    step = getattr(stopped, "step", None)
+    status.write_stopped(cfg.run_dir, code, step)
+    if signum:
+        checkpoint = Path(str(cfg.checkpoint.dirpath)) / "last.ckpt"
+        where = f"after step {step}" if step is not None else f"during {status.phase()}"
+        then = (
+            f"checkpoint {checkpoint}: resume with ckpt_path=last"
+            if checkpoint.is_file()
+            else "no checkpoint yet: run the command again to start over"
+        )
+        print(f"rlx: stopped by {stop.name(signum)} {where}; {then}", file=sys.stderr, flush=True)
+    if isinstance(stopped, stop.Stopped):
+        status.exit_now(code)  # the phase has unwound; skip the interpreter's slow teardown
+    if code != stopped.code:
+        raise SystemExit(code) from None
 
 
 def run_description() -> str:
@@ -108,15 +135,20 @@ def main() -> None:
         raise SystemExit(1) from None
     except Exception as err:
         message = None if debug else explain(err, compose=compose_without)
+        if FailedJob.first is not None and not debug:  # a sweep's job: its traceback is in its status.json
+            message = FailedJob.first.describe(message or first_line(err))
         if message is None:
             raise  # RLX_DEBUG=1, or a bug: the traceback is what helps
-        if FailedJob.in_sweep is not None:
-            message = f"a job of the sweep failed ({FailedJob.in_sweep}): {message}"
         sys.stdout.flush()
         print(f"rlx: error: {message}", file=sys.stderr, flush=True)
         raise SystemExit(1) from None
     finally:
         FailedJob.restore_stderr()
+
+
+def first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return f"{type(err).__name__}: {text.splitlines()[0]}" if text else type(err).__name__
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@ itself (`min_group_size`, `needs_critic`, `reads_token_rewards`, `uses_old_logp`
 
 from __future__ import annotations
 
+import math
+
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 
@@ -85,8 +87,14 @@ def check_algorithm(algo, advantage, has_critic: bool) -> None:
             f"algo.beta={algo.beta} puts a KL penalty to the reference model, but kl=none loads "
             "none. Set kl=k3 (or k1, k2), or algo.beta=0"
         )
-    if algo.temperature <= 0:
+    if not algo.temperature > 0:
         raise ConfigError(f"algo.temperature must be > 0 (got {algo.temperature})")
+    norms = [("algo.max_grad_norm", algo.max_grad_norm)]
+    if algo.critic is not None:
+        norms.append(("algo.critic.max_grad_norm", algo.critic.max_grad_norm))
+    for key, norm in norms:
+        if not norm > 0:  # a negative bound would flip the gradient's sign; NaN fails too
+            raise ConfigError(f"{key} must be > 0 (got {norm}): the gradient's norm is clipped to it; .inf for no clip")
 
 
 def check_task(task, reward) -> None:
@@ -94,3 +102,51 @@ def check_task(task, reward) -> None:
     row_problem = getattr(reward, "row_problem", None)  # e.g. reward=unit_tests: do the row's tests parse?
     if row_problem is not None:
         task.check_rows(row_problem, drop=getattr(reward, "invalid_rows", "stop") == "drop")
+
+
+# torch's complaint -> the optimiser keyword it is about (torch.optim's messages: "Invalid learning rate: -1e-05")
+OPTIMIZER_WORDS = {"learning rate": "lr", "beta": "betas", "epsilon": "eps", "weight_decay": "weight_decay"}
+
+
+def check_optimizers(algo, max_steps: int) -> None:
+    """The policy's (and the critic's) optimiser built once on a throwaway parameter, and the policy's LR schedule
+    stepped through the run's `max_steps`: a value the optimiser refuses (lr < 0, a beta outside [0, 1), eps < 0,
+    a non-finite number) or a schedule whose rate goes negative fails here, before the warm start and the model
+    load, in one line naming the key."""
+    # deferred: rlx.checks is imported before torch by the CLI's start-up checks
+    import warnings
+
+    import torch
+
+    factories = [("algo.optimizer", algo.optimizer)]
+    if algo.critic is not None:
+        factories.append(("algo.critic.optimizer", algo.critic.optimizer))
+    for key, factory in factories:
+        settings = dict(getattr(factory, "keywords", {}) or {})
+        for name, value in settings.items():
+            numbers = value if isinstance(value, (list, tuple)) else [value]
+            if any(isinstance(v, float) and not math.isfinite(v) for v in numbers):
+                raise ConfigError(f"{key}.{name} must be a finite number (got {value!r})")
+        try:
+            optimizer = factory([torch.nn.Parameter(torch.zeros(1))])
+        except (ValueError, TypeError) as err:
+            name = next((k for word, k in OPTIMIZER_WORDS.items() if word in str(err).lower()), None)
+            which = f"{key}.{name}={settings[name]!r}" if name in settings else key
+            target = getattr(getattr(factory, "func", None), "__name__", "the optimiser")
+            raise ConfigError(
+                f"{which} is refused by {target}: {err}. Learning rates, eps and weight decay are >= 0 and each beta "
+                "is in [0, 1)"
+            ) from None
+        if key != "algo.optimizer":
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # stepping a schedule with no optimiser step in between warns
+            schedule = algo.lr_schedule(optimizer, total_steps=max(1, max_steps))
+            for step in range(max_steps):
+                lr = optimizer.param_groups[0]["lr"]
+                if not (math.isfinite(lr) and lr >= 0):
+                    raise ConfigError(
+                        f"algo.lr_schedule makes the learning rate {lr:.3g} at RL step {step} of {max_steps}: a rate "
+                        "must stay finite and >= 0 (e.g. algo.lr_schedule.final_fraction in [0, 1])"
+                    )
+                schedule.step()

@@ -1,8 +1,8 @@
 """Errors meant for the user, and how a failure at start becomes one message naming the key and the fix.
 
 `RlxError` (and `ConfigError`) carry a message written for the user. `explain(err, ...)` turns any bad input
-(an rlx error, a Hydra composition error, a missing mandatory value) into that one message; a bug (anything
-else) gets None, so the caller lets it keep its traceback. `python -m rlx` prints the message once and exits
+(an rlx error, a Hydra composition error, a missing mandatory value) or a full disk into that one message; a bug
+(anything else) gets None, so the caller lets it keep its traceback. `python -m rlx` prints the message once and exits
 with status 1; `RLX_DEBUG=1` shows the traceback instead.
 """
 
@@ -83,7 +83,10 @@ def explain(err: BaseException, compose: Compose | None = None) -> str | None:
         return _first_paragraph(text) + _cause(first)
     if isinstance(first, OmegaConfBaseException):
         return _first_paragraph(str(first))
-    return None
+    # deferred: rlx.errors stays stdlib-only at import (rlx.cli.disk is too, and imports nothing of rlx)
+    from rlx.cli.disk import explain_disk_full
+
+    return explain_disk_full(err)  # a full disk, whichever writer hit it; else a bug: None
 
 
 def _first_paragraph(text: str) -> str:

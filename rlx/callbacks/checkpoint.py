@@ -8,11 +8,18 @@ once the step's metrics row and any evaluation after it are on disk: a SIGKILL a
 last.ckpt whose every earlier row is in metrics.csv, and the rows after it are dropped on resume
 (rlx.callbacks.resume). A rename is atomic, so a crash mid-write never damages last.ckpt.
 
-SIGTERM and SIGUSR1 (checkpoint.signals) do not stop a step halfway: the handler only records the signal;
-the step finishes, its checkpoint is written and committed, and the process exits with 128 + the signal
-number. Lightning's own SLURM handler (SLURMEnvironment with auto_requeue) instead saves an hpc checkpoint
-from inside the signal handler, wherever the step is; these handlers replace it for the listed signals.
-As Lightning does, SIGUSR1 (SLURM's `--signal=USR1@<s>` warning) may requeue the job: checkpoint.requeue.
+The signals of checkpoint.signals (SIGTERM, SIGINT, SIGUSR1) do not stop a step halfway: rlx.cli.stop's one
+handler only records the signal; the step finishes, its checkpoint is written and committed, and the process
+exits with 128 + the signal number. A signal that arrives while a checkpoint is being written waits for the
+write; one that arrives during the write after the step's agreement is agreed again once the file is written,
+so the run still stops at this step. A second signal stops at once, without this step's checkpoint (the
+previous last.ckpt stays). Lightning's own handlers (its SIGTERM flag, SLURMEnvironment's auto_requeue, which
+saves an hpc checkpoint from inside the handler wherever the step is) are replaced for these signals while the
+RL loop runs. As Lightning does, SIGUSR1 (SLURM's `--signal=USR1@<s>` warning) may requeue the job:
+checkpoint.requeue.
+
+A full disk while a checkpoint is written removes the half-written file and ends the run with one line naming
+the file, the free space and the fix (rlx.cli.files); the previous last.ckpt, metrics.csv and samples stay.
 
 Every RL step first reseeds the global RNGs from (seed, step) (rlx.seeding), so what a step draws does not
 depend on what ran before it in this process: a resumed run repeats the uninterrupted run exactly.
@@ -24,7 +31,6 @@ import logging
 import os
 import signal
 import subprocess
-import threading
 import time
 import warnings
 from pathlib import Path
@@ -32,6 +38,8 @@ from pathlib import Path
 from lightning.pytorch.callbacks import Checkpoint
 
 from rlx.callbacks.resume import LAST, NUMBERED, RECORD
+from rlx.cli import stop
+from rlx.cli.files import guarded, remove, temp_dir
 from rlx.distributed.world import World, agreed_signal
 from rlx.peak_memory import peak_rss_mb
 from rlx.seeding import seed_step
@@ -42,6 +50,21 @@ log = logging.getLogger(__name__)
 class Interrupted(SystemExit):
     """Raised at a step boundary after the on-signal checkpoint: a multirun stops too (a SystemExit is
     not a failed job that Hydra would step over), and the exit status is 128 + the signal number."""
+
+    def __init__(self, signum: int, step: int, checkpoint: Path) -> None:
+        super().__init__(128 + signum)
+        self.signum, self.step, self.checkpoint = signum, step, checkpoint
+
+
+def checkpoint_fix(dirpath: Path) -> str:
+    """What to do after a full disk stopped a checkpoint: the last complete one (if any) is intact."""
+    last = dirpath / LAST
+    then = (
+        f"then resume with ckpt_path=last ({last} is intact)"
+        if last.is_file()
+        else "then run the command again (no checkpoint had been written yet)"
+    )
+    return f"free space there, {then}; checkpoint.dirpath=<dir> puts checkpoints on another disk"
 
 
 class Checkpointing(Checkpoint):
@@ -84,20 +107,24 @@ class Checkpointing(Checkpoint):
         self.last_saved = time.monotonic()
         self.pending: tuple[Path, int] | None = None  # written, not yet renamed to last.ckpt
         self.committed_step: int | None = None  # the step of the newest last.ckpt this segment wrote
-        self.caught: int | None = None  # the signal this process's handler recorded
         self.received: int | None = None  # the signal every rank has agreed on (agreed_signal)
-        self.previous_handlers: dict = {}
 
     def begin_segment(self, identity: dict, record: dict, step: int, started: float) -> None:
         self.identity, self.record, self.first_step, self.started = identity, record, step, started
 
     # ---------------------------------------------------------------- writing
+    @property
+    def caught(self) -> int | None:
+        """The stop signal this process received, if it is one this callback acts on (rlx.cli.stop records it)."""
+        signum = stop.pending()
+        return signum if signum in self.signals else None
+
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         step = trainer.global_step
-        # several ranks: every rank stops after the same step. The handler writes `caught`, never `received`: a
-        # signal that arrives while agreed_signal waits for the other ranks is handled when the wait returns,
-        # and an assignment to the value being agreed would then be overwritten by the agreement's result
-        # (the signal lost, the run not stopped); in `caught` it is agreed at the next step's end.
+        # several ranks: every rank stops after the same step. The handler records the signal in rlx.cli.stop,
+        # never in `received`: a signal that arrives while agreed_signal waits for the other ranks is handled when
+        # the wait returns, and an assignment to the value being agreed would then be overwritten by the
+        # agreement's result (the signal lost, the run not stopped); it is agreed at the next agreement instead.
         self.received = agreed_signal(self.caught)
         due = (
             self.received is not None
@@ -107,9 +134,21 @@ class Checkpointing(Checkpoint):
             or (self.every_minutes is not None and time.monotonic() - self.last_saved >= 60 * self.every_minutes)
         )
         if due:
-            self.dirpath.mkdir(parents=True, exist_ok=True)
-            partial = self.dirpath / f".{LAST}.partial"
-            trainer.save_checkpoint(partial, weights_only=False)  # the full training state (rank 0 writes it)
+            self.save(trainer, step)
+        if self.received is None:  # (agreed: the same on every rank, so every rank takes part in what follows)
+            self.received = agreed_signal(self.caught)  # a signal that came while the checkpoint was written
+            if self.received is not None and not due:
+                self.save(trainer, step)
+
+    def save(self, trainer, step: int) -> None:
+        """The full training state into a temporary file (rank 0 writes it), renamed to last.ckpt by `commit`."""
+        self.dirpath.mkdir(parents=True, exist_ok=True)
+        partial = self.dirpath / f".{LAST}.partial"
+        fix = checkpoint_fix(self.dirpath)
+        # a signal waits for the write; a full disk removes the partial file and ends the run in one line (the
+        # file is staged in the temp directory first: Lightning's fsspec transaction)
+        with guarded(self.dirpath / LAST, "the checkpoint", fix, partial=partial, staged_in=temp_dir()):
+            trainer.save_checkpoint(partial, weights_only=False)
             if World.current().is_zero:
                 with partial.open("rb") as handle:
                     os.fsync(handle.fileno())
@@ -117,21 +156,31 @@ class Checkpointing(Checkpoint):
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
         self.commit()
+        if self.received is None:  # a signal during the evaluation after the last step: agreed before this one
+            self.received = agreed_signal(self.caught)
         if self.received is not None and self.committed_step == trainer.global_step:
             self.exit(trainer)  # else the signal came after this step's checkpoint was due: one more step
+        stop.check()  # a signal this callback does not act on (or a second one): stop now
         seed_step(self.seed, trainer.global_step)
         # Each metrics.csv row holds this step's values only: the step's metrics reach the loggers through
         # rlx.callbacks.step_metrics, never through Lightning's result collection (which, within an epoch, would
         # re-log a sporadic key's stale value in every later row).
 
+    def on_validation_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0) -> None:
+        stop.check()  # an evaluation outside the RL loop stops between batches too, if a raise was lost
+
     def on_train_end(self, trainer, pl_module) -> None:
         self.commit()
         self.restore_handlers()
+        if self.received is None:
+            self.received = agreed_signal(self.caught)  # a signal during the last step: it stops before evaluation
+        if self.received is not None and self.committed_step == trainer.global_step:
+            self.exit(trainer)
 
     def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
         """A step that raised may have left no metrics row: its checkpoint is discarded, the previous stays."""
         if self.pending is not None and not isinstance(exception, Interrupted):
-            self.pending[0].unlink(missing_ok=True)
+            remove(self.pending[0])
             self.pending = None
         self.restore_handlers()
 
@@ -143,24 +192,30 @@ class Checkpointing(Checkpoint):
             self.pending, self.committed_step = None, step
             return
         last = self.dirpath / LAST
-        os.replace(partial, last)
-        if self.keep != 0:
-            numbered = self.dirpath / f"step={step}.ckpt"
-            numbered.unlink(missing_ok=True)
+        with stop.deferred("the checkpoint's rename"):
+            os.replace(partial, last)
+            self.pending, self.committed_step = None, step
+            if self.keep != 0:
+                self.link_numbered(last, step)
+            directory = os.open(self.dirpath, os.O_RDONLY)
             try:
-                os.link(last, numbered)  # a second name for the same file: no copy, no extra disk
-            except OSError:
-                numbered.write_bytes(last.read_bytes())
-            steps = sorted(int(m.group(1)) for p in self.dirpath.iterdir() if (m := NUMBERED.fullmatch(p.name)))
-            for old in steps[: -self.keep] if self.keep > 0 else []:
-                (self.dirpath / f"step={old}.ckpt").unlink(missing_ok=True)
-        directory = os.open(self.dirpath, os.O_RDONLY)
-        try:
-            os.fsync(directory)  # the rename itself survives a power loss
-        finally:
-            os.close(directory)
-        self.pending, self.committed_step = None, step
+                os.fsync(directory)  # the rename itself survives a power loss
+            finally:
+                os.close(directory)
         log.info("checkpoint at step %d: %s", step, last)
+
+    def link_numbered(self, last: Path, step: int) -> None:
+        """step=<N>.ckpt beside last.ckpt (a hard link: no copy), and only the newest `keep` of them."""
+        numbered = self.dirpath / f"step={step}.ckpt"
+        numbered.unlink(missing_ok=True)
+        try:
+            os.link(last, numbered)  # a second name for the same file: no copy, no extra disk
+        except OSError:
+            with guarded(numbered, "a step-numbered copy of the checkpoint", checkpoint_fix(self.dirpath), numbered):
+                numbered.write_bytes(last.read_bytes())
+        steps = sorted(int(m.group(1)) for p in self.dirpath.iterdir() if (m := NUMBERED.fullmatch(p.name)))
+        for old in steps[: -self.keep] if self.keep > 0 else []:
+            (self.dirpath / f"step={old}.ckpt").unlink(missing_ok=True)
 
     def on_save_checkpoint(self, trainer, pl_module, checkpoint: dict) -> None:
         segment = {
@@ -213,33 +268,20 @@ class Checkpointing(Checkpoint):
 
     # ---------------------------------------------------------------- signals
     def install_handlers(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return  # Python delivers signals to the main thread only
-        for signum in self.signals:
-            self.previous_handlers[signum] = signal.signal(signum, self.on_signal)
+        """From now to the end of the RL loop the loop itself acts on `signals`, at its step boundaries (rlx.cli.stop
+        routes them there; Lightning's own handlers, installed when fit starts, are replaced)."""
+        stop.install([*stop.STOP_SIGNALS, *self.signals])
+        stop.enter_step_boundaries(self.signals)
 
     def restore_handlers(self) -> None:
-        for signum, handler in self.previous_handlers.items():
-            signal.signal(signum, handler)
-        self.previous_handlers = {}
-
-    def on_signal(self, signum, frame) -> None:
-        if self.caught is None:
-            log.warning("received %s: finishing this step, then a checkpoint and exit", signal.Signals(signum).name)
-        self.caught = signum
+        stop.leave_step_boundaries()
+        stop.uninstall(self.signals)
 
     def exit(self, trainer) -> None:
         assert self.received is not None, "exit() follows a received signal"
-        name = signal.Signals(self.received).name
-        log.warning(
-            "stopped by %s at step %d; checkpoint %s. Resume with ckpt_path=last (same run directory)",
-            name,
-            trainer.global_step,
-            self.dirpath / LAST,
-        )
         if self.requeue and self.received == signal.SIGUSR1:
             requeue_slurm_job()
-        raise Interrupted(128 + self.received)
+        raise Interrupted(self.received, trainer.global_step, self.dirpath / LAST)
 
 
 def requeue_slurm_job() -> None:

@@ -6,18 +6,22 @@ own history: `rlx.callbacks.resume` has already dropped the rows written after t
 resumed, and new rows are appended. The header is the sorted union of every column seen so far (as
 Lightning's), read back from the file; when a new column appears (the first `val/` metrics of a resumed
 segment, say) the file is rewritten with the wider header into a temporary file and renamed over the old
-one, so an interruption never leaves a half-written metrics.csv.
+one, so an interruption never leaves a half-written metrics.csv. An append lands whole or not at all
+(rlx.cli.files.appending): a full disk mid-row leaves the file as it was, so the rows still buffered are
+written once, when Lightning finalizes the logger after the error, if the disk has room again by then.
 """
 
 from __future__ import annotations
 
 import csv
-import os
+import io
 from pathlib import Path
 
 from lightning.fabric.loggers.logger import rank_zero_experiment
 from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.loggers.csv_logs import ExperimentWriter
+
+from rlx.cli.files import appending, write_atomic
 
 
 def read_header(path: Path) -> list[str]:
@@ -27,14 +31,11 @@ def read_header(path: Path) -> list[str]:
 
 def write_rows(path: Path, fieldnames: list[str], rows: list[dict]) -> None:
     """Write a whole CSV file atomically: a temporary sibling, flushed to disk, renamed over `path`."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=fieldnames)
-        writer.writeheader()
-        writer.writerows(rows)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=fieldnames)
+    writer.writeheader()
+    writer.writerows(rows)
+    write_atomic(path, text.getvalue())
 
 
 class AppendingWriter(ExperimentWriter):
@@ -48,7 +49,7 @@ class AppendingWriter(ExperimentWriter):
         header = read_header(path) if path.is_file() else []
         keys = sorted(set(header).union(*self.metrics))
         if header and keys == header:
-            with path.open("a", newline="") as handle:
+            with appending(path), path.open("a", newline="") as handle:
                 csv.DictWriter(handle, fieldnames=keys).writerows(self.metrics)
         else:
             old = []

@@ -18,7 +18,6 @@ from __future__ import annotations
 import csv
 import json
 import logging
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rlx.callbacks.csv_logger import read_header, write_rows
+from rlx.cli.files import write_atomic
 from rlx.distributed.env import env_is_rank_zero
 from rlx.errors import ConfigError
 
@@ -152,9 +152,7 @@ def _trim_jsonl(path: Path, last: int) -> int:
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     kept = [line for line in lines if (s := _sample_step(line)) is not None and s <= last]
     if len(kept) < len(lines):
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text("".join(kept), encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomic(path, "".join(kept))
     return len(lines) - len(kept)
 
 

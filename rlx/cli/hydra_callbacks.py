@@ -10,6 +10,7 @@ import logging
 import os
 import sys
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -64,9 +65,10 @@ class RunDirLock(Callback):
     def take(self, run_dir: Path) -> None:
         if not env_is_rank_zero():  # the other ranks of a DDP/FSDP run are the holder's own (its children or peers)
             return
-        # absolute: hydra.run.dir may be relative to the launch directory while the job's output_dir is absolute,
-        # and a second flock on the same file from this process would refuse the process itself
-        path = run_dir.absolute() / LOCK_FILE
+        # resolved: hydra.run.dir may be relative to the launch directory, or hold `..` or a symbolic link, while
+        # the job's output_dir is another spelling of the same directory; a second flock on the same file from
+        # this process (another open file description) would refuse the process itself
+        path = run_dir.resolve() / LOCK_FILE
         if self.lock is not None and self.lock.path == path:
             return
         lock = HeldLock(path)
@@ -99,16 +101,48 @@ class _WithoutHydrasFailureLine(io.TextIOBase):
         return getattr(self.stream, name)
 
 
-class FailedJob(Callback):
-    """Remembers a failed job's overrides when it was a job of a multirun (the error message names them)."""
+@dataclass(frozen=True)
+class FirstFailure:
+    """The first failed job of a multirun: the error Hydra's sweeper raises when the batch ends is this job's."""
 
-    in_sweep: str | None = None
+    number: str
+    overrides: str
+    job_dir: Path
+    sweep_dir: Path
+
+    def describe(self, message: str) -> str:
+        """One line for the sweep's end: how many jobs failed of those run, which one this error is, where its
+        traceback and the sweep's report are (a bug's traceback is in status.json, not on the console)."""
+        failed, ended = FailedJob.failed, FailedJob.ended
+        return (
+            f"{failed} of the {ended} jobs the sweep ran failed; the first, #{self.number} ({self.overrides}): "
+            f"{message} (its traceback: {self.job_dir / 'status.json'}; the sweep's report: "
+            f"{self.sweep_dir / 'report.md'})"
+        )
+
+
+class FailedJob(Callback):
+    """Counts a multirun's jobs and failed jobs, and remembers the first failure (the error names it). Class
+    attributes: Hydra's basic launcher runs every job in this process (a parallel launcher's workers keep theirs)."""
+
+    first: FirstFailure | None = None
+    failed = 0
+    ended = 0
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
+        if config.hydra.mode == RunMode.MULTIRUN:
+            FailedJob.ended += 1
         if job_return.status != JobStatus.FAILED:
             return
         if config.hydra.mode == RunMode.MULTIRUN:
-            FailedJob.in_sweep = " ".join(job_return.overrides or [])
+            FailedJob.failed += 1
+            if FailedJob.first is None:
+                FailedJob.first = FirstFailure(
+                    str(config.hydra.job.get("num", "?")),
+                    " ".join(job_return.overrides or []),
+                    Path(str(config.hydra.runtime.output_dir)),
+                    Path(str(config.hydra.sweep.dir)),
+                )
         if not isinstance(sys.stderr, _WithoutHydrasFailureLine):
             sys.stderr = _WithoutHydrasFailureLine(sys.stderr)
 

@@ -2,40 +2,38 @@
 
 The sweep-report callback (rlx.report.callback) writes `<run_dir>/status.json` as `running` when a job starts and
 `completed` / `failed` when Hydra's job runner returns; a signal ends the process past that runner (a SystemExit
-is not a failed job), so the job's own code writes `stopped` here, with the phase it was in. SIGTERM and SIGINT
-stop any phase within a moment: outside the RL loop (whose checkpoint callback handles them at a step boundary)
-`stop_on_signals` turns them into `Stopped`, which unwinds the phase's `finally` clauses (the warm start then
-discards its half-built model) and exits with 128 + the signal number at once (`exit_now`): the interpreter's
-own teardown with torch and transformers loaded took 19 s on a busy 2-core machine, past the 10 s a cluster
-gives between SIGTERM and SIGKILL. Standard library only.
+is not a failed job), so the job's own code writes `stopped` here, with the phase it was in. How a signal
+stops each phase is rlx.cli.stop's: outside the RL loop (whose checkpoint callback acts at a step boundary)
+it raises `Stopped`, which unwinds the phase's `finally` clauses (the warm start then discards its half-built
+model); every phase change is also a point where a recorded signal is acted on. After a `Stopped` the process
+exits at once (`exit_now`): the interpreter's own teardown with torch and transformers loaded took 19 s on a
+busy 2-core machine, past the 10 s a cluster gives between SIGTERM and SIGKILL. Standard library only.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
 import sys
-import threading
 import time
 from pathlib import Path
 
+from rlx.cli import stop
+from rlx.cli.files import write_json
+
 STATUS_FILE = "status.json"  # the file rlx.report.callback writes (rlx.report.runs.STATUS_FILE)
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 WARM_START = "warm start"  # the phase that builds a warm start (rlx.models.tiny); sweep budgets split it out
 _phase = "starting"
 _phase_cpu: dict[str, float] = {}  # CPU seconds spent in each phase since the job started (cpu_by_phase)
 _phase_since = time.process_time()
 
 
-class Stopped(SystemExit):
-    """A signal outside the RL loop: exit status 128 + the signal number, as a shell reports a killed job."""
-
-
 def enter(phase: str) -> None:
-    """Name the phase the run is now in (`warm start`, `evaluation before RL`, `RL`, ...)."""
+    """Name the phase the run is now in (`warm start`, `evaluation before RL`, `RL`, ...); a signal recorded
+    and not yet acted on stops the run here (rlx.cli.stop)."""
     global _phase, _phase_since
+    stop.check()
     now = time.process_time()
     _phase_cpu[_phase] = _phase_cpu.get(_phase, 0.0) + now - _phase_since
     _phase, _phase_since = phase, now
@@ -60,19 +58,6 @@ def phase() -> str:
     return _phase
 
 
-def stop_on_signals() -> None:
-    """SIGTERM / SIGINT raise `Stopped` in the main thread (Python runs handlers between bytecodes: a torch
-    call in flight finishes first, well under a second on CPU for the embedded default)."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-
-    def handler(signum, frame):
-        raise Stopped(128 + signum)
-
-    for signum in STOP_SIGNALS:
-        signal.signal(signum, handler)
-
-
 def write_stopped(run_dir: str | Path, code: int | str | None, step: int | None = None) -> None:
     """`{"status": "stopped", "phase": ..., "signal": "SIGTERM", "ended": ...}` (atomically, as the callback does)."""
     doc: dict = {"status": "stopped", "phase": _phase, "ended": time.strftime("%Y-%m-%d %H:%M:%S")}
@@ -83,10 +68,7 @@ def write_stopped(run_dir: str | Path, code: int | str | None, step: int | None 
             doc["exit_status"] = code
     if step is not None:
         doc["step"] = step
-    path = Path(run_dir) / STATUS_FILE
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(doc, indent=2))
-    os.replace(tmp, path)
+    write_json(Path(run_dir) / STATUS_FILE, doc)
 
 
 def exit_now(code: int | str | None) -> None:

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from rlx.cli import stop
 from rlx.cli.logs import stream_is_tty
 
 log = logging.getLogger("rlx")
@@ -64,6 +65,7 @@ class Ticker:
         return "  ".join(parts)
 
     def update(self, done: int, **fields) -> None:
+        stop.check()  # each step of a long phase is a point where a recorded signal stops it (rlx.cli.stop)
         now = time.perf_counter()
         step, self.previous = now - self.previous, now  # this update's interval: the next one will take as long
         tty = stream_is_tty(self.out)

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 from rlx.data.jsonl import DataError, file_sha256, warm_start_pairs
-from rlx.data.task import Task, prompt_problem
+from rlx.data.task import Task, check_overlong_choice, prompt_problem
 
 BUILDERS = {".parquet": "parquet", ".json": "json", ".jsonl": "json", ".csv": "csv"}
 
@@ -99,7 +99,9 @@ class HfDatasetTask(Task):
         columns: dict[str, str],
         max_new_tokens: int,
         warm_start_file: str | None,
+        overlong_prompts: str = "stop",
     ) -> None:
+        self.overlong_prompts = check_overlong_choice(overlong_prompts)
         source, splits = load_splits(path, data_files)
         if split == val_split:
             raise DataError(

@@ -17,7 +17,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from rlx.data.task import Task, prompt_problem
+from rlx.data.task import Task, check_overlong_choice, prompt_problem
 from rlx.errors import RlxError
 
 
@@ -84,7 +84,9 @@ class JsonlTask(Task):
         warm_start_file: str | None,
         columns: dict | None = None,
         row_defaults: dict | None = None,
+        overlong_prompts: str = "stop",
     ) -> None:
+        self.overlong_prompts = check_overlong_choice(overlong_prompts)
         self.files = {"train": Path(train_file).expanduser(), "val": Path(val_file).expanduser()}
         renamed = {str(column): str(field) for field, column in dict(columns or {}).items()}
         defaults = dict(row_defaults or {})

@@ -11,11 +11,15 @@ Conversations are rendered to text once, after the model loads, with the tokeniz
 
 from __future__ import annotations
 
+import inspect
 import logging
 
 from rlx.errors import ConfigError, RlxError
 
 log = logging.getLogger(__name__)
+OVERLONG_CHOICES = ("stop", "drop")
+# a model config's context window, under the names transformers' architectures give it
+CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx")
 
 
 class UnusableRows(RlxError):
@@ -66,6 +70,9 @@ class Task:
     # Whether a completion is the bare answer (the bundled arithmetic tasks, whose teacher writes only the
     # number) or free text the answer must be extracted from (user data). reward=math with strict=null reads it.
     strict_answers: bool = False
+    # A prompt that leaves no room for max_new_tokens in the model's context: `stop` the run at start naming the
+    # row, or `drop` every such row (counted in the log). Tasks reading user data take it as data.overlong_prompts.
+    overlong_prompts: str = "stop"
 
     def check_fields(self, fields: tuple[str, ...]) -> None:
         """Every row of both splits must carry `prompt` (text or messages) and the reward's `fields`."""
@@ -108,6 +115,47 @@ class Task:
 
     def drop_rows(self, split: str, indices: set[int]) -> None:
         setattr(self, split, [row for i, row in enumerate(getattr(self, split)) if i not in indices])
+
+    def check_prompt_lengths(self, tokenizer, context: int | None) -> None:
+        """Every prompt, tokenized once as the rollout encodes it, must leave `max_new_tokens` of room in the
+        model's `context` (None: the model does not say; nothing to check). A longer one would be found only when
+        drawn: after minutes, as an allocation the machine cannot make, or never, if it is never drawn. The first
+        too-long row stops the run here naming its file and line, or (`overlong_prompts=drop`) every one is
+        removed and counted in the log. Cost: one batched tokenizer pass over the prompts, at start."""
+        if context is None:
+            return
+        room = context - self.max_new_tokens
+        if room < 1:
+            raise ConfigError(
+                f"data.max_new_tokens={self.max_new_tokens} fills the model's whole context ({context} tokens), "
+                f"leaving no room for a prompt: set data.max_new_tokens below {context}"
+            )
+        for split in ("train", "val"):
+            rows = getattr(self, split)
+            lengths = prompt_lengths(tokenizer, [row["prompt"] for row in rows])
+            bad = [i for i, n in enumerate(lengths) if n > room]
+            if not bad:
+                continue
+            first, n = bad[0], lengths[bad[0]]
+            budget = f"data.max_new_tokens={self.max_new_tokens}"
+            if n < context:
+                why = f"the prompt is {n} tokens; with {budget} that passes the model's context of {context} tokens"
+                fixes = f"shorten or remove such rows, set data.max_new_tokens <= {context - n}"
+            else:
+                why = f"the prompt alone is {n} tokens, leaving no room in the model's context of {context} tokens"
+                fixes = "shorten or remove such rows"
+            why = f"{self._where(split, first)}: {why} ({len(bad)} of {len(rows)} {split} rows)"
+            if len(bad) == len(rows) or self.overlong_prompts != "drop":
+                drop = self._takes_overlong_choice() and len(bad) < len(rows)
+                raise ConfigError(
+                    f"{why}: {fixes}, use a model with a longer context"
+                    + (", or set data.overlong_prompts=drop to train without them" if drop else "")
+                )
+            log.warning("dropped %d of %d %s rows (data.overlong_prompts=drop): %s", len(bad), len(rows), split, why)
+            self.drop_rows(split, set(bad))
+
+    def _takes_overlong_choice(self) -> bool:
+        return "overlong_prompts" in inspect.signature(type(self).__init__).parameters
 
     @property
     def conversational(self) -> bool:
@@ -153,3 +201,30 @@ class Task:
     def fingerprint(self) -> dict:
         """What identifies this task's warm-start corpus (part of the warm-start cache key)."""
         return {"task": type(self).__name__}
+
+
+def check_overlong_choice(value: str) -> str:
+    """data.overlong_prompts, checked by the tasks that take it."""
+    if value not in OVERLONG_CHOICES:
+        raise ConfigError(f"data.overlong_prompts is one of {list(OVERLONG_CHOICES)} (got {value!r})")
+    return value
+
+
+def prompt_lengths(tokenizer, prompts: list[str], batch: int = 512) -> list[int]:
+    """Each prompt's token count as the rollout encodes it (rlx.rollout.engine.encode_prompts: no special tokens
+    added), in batches: one pass, whatever the number of rows."""
+    lengths: list[int] = []
+    for start in range(0, len(prompts), batch):
+        encoded = tokenizer(prompts[start : start + batch], add_special_tokens=False)["input_ids"]
+        lengths += [len(ids) for ids in encoded]
+    return lengths
+
+
+def context_window(config) -> int | None:
+    """The number of positions a model attends over (its config's max_position_embeddings, or the name its
+    architecture uses), None when its config does not say."""
+    for key in CONTEXT_KEYS:
+        value = getattr(config, key, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None

@@ -23,6 +23,7 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from rlx.cli import status
+from rlx.cli.files import guarded
 from rlx.cli.lock import HeldLock, describe_holder
 from rlx.cli.ticker import Ticker
 from rlx.models.loading import LoadedModel, ModelError, load_local
@@ -253,17 +254,16 @@ class TinyModel:
         target.parent.mkdir(parents=True, exist_ok=True)
         # A stop (SIGTERM, an error) before the rename discards the copy: the cache never holds half a model.
         tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".building-"))
-        try:
+        # a signal waits for the copy and its rename; a full disk removes the copy and says so in one line
+        fix = "free space there, or set model.cache_dir (or RLX_CACHE) to a directory on a disk with room"
+        with guarded(target, "the warm-started model", fix, partial=tmp):
             model.save_pretrained(tmp)
             tokenizer.save_pretrained(tmp)
             (tmp / "warm_start.json").write_text(json.dumps(report, indent=1))
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        try:
-            os.rename(tmp, target)
-        except OSError:  # another job finished the same build first; its copy is identical in recipe
-            shutil.rmtree(tmp, ignore_errors=True)
+            try:
+                os.rename(tmp, target)
+            except OSError:  # another job finished the same build first; its copy is identical in recipe
+                shutil.rmtree(tmp, ignore_errors=True)
 
 
 def wait_for(lock: HeldLock, target: Path, every_s: float = 10.0) -> None:

@@ -31,6 +31,18 @@ class WarmStartConfig:
     plateau_check_step: int
     retry_init_std: float  # init scale of retries (measured: 0.08 unsticks a seed stuck at 0.02)
 
+    def __post_init__(self) -> None:
+        counts = {"steps": self.steps, "batch_size": self.batch_size, "corpus_size": self.corpus_size}
+        counts["max_attempts"] = self.max_attempts
+        for key, value in counts.items():
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"model.warm_start.{key} must be a count >= 1 (got {value!r})")
+        if not (math.isfinite(self.lr) and self.lr > 0) or self.warmup_steps < 0 or not self.retry_init_std > 0:
+            raise ValueError(
+                f"model.warm_start.lr and retry_init_std must be > 0 and warmup_steps >= 0 (got {self.lr!r}, "
+                f"{self.retry_init_std!r}, {self.warmup_steps!r})"
+            )
+
 
 def encode_examples(tokenizer, examples: list[tuple[str, str]]) -> tuple[Tensor, Tensor, Tensor]:
     """Right-padded `prompt + completion + eos`: ids [N, L], attention mask [N, L], labels [N, L]

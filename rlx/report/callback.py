@@ -21,7 +21,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import io
-import json
 import logging
 import shlex
 import sys
@@ -36,6 +35,8 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from rlx.cli import status
+from rlx.cli.files import write_json
+from rlx.cli.hydra_callbacks import sweep_size
 from rlx.distributed.env import env_is_rank_zero
 
 log = logging.getLogger(__name__)
@@ -65,13 +66,6 @@ def swept_keys(config: DictConfig) -> list[str]:
     return list(dict.fromkeys(keys))
 
 
-def _write_json(path: Path, doc: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(doc, indent=2))
-    tmp.replace(path)
-
-
 class SweepReport(Callback):
     """Args:
     wandb_report: also build a W&B Report of the sweep's group when its runs were logged online.
@@ -93,7 +87,7 @@ class SweepReport(Callback):
         from rlx.report.runs import SWEEP_FILE, sweep_name
 
         sweep_dir = _sweep_dir(config)
-        _write_json(
+        write_json(
             sweep_dir / SWEEP_FILE,
             {
                 "name": sweep_name(sweep_dir),
@@ -112,8 +106,7 @@ class SweepReport(Callback):
             raise RuntimeError(f"{failed} job(s) of the sweep failed: see {_sweep_dir(config) / 'report.md'}")
 
     def _report_at_exit(self) -> None:
-        if not self._done and self._config is not None:
-            log.warning("the sweep stopped early (a job failed): writing its report anyway")
+        if not self._done and self._config is not None:  # a failed job made the sweeper raise (or a signal came)
             self._report(self._config)
 
     def _report(self, config: DictConfig) -> int:
@@ -128,7 +121,9 @@ class SweepReport(Callback):
             path = write_report(sweep_dir)
             _, runs = load_sweep(sweep_dir)
             failed = sum(r.status != "completed" for r in runs)
-            print(f"sweep report: {path} ({len(runs)} runs, {failed} not completed)", flush=True)
+            total = sweep_size(config)
+            never = f", {total - len(runs)} of its {total} never ran" if total and total > len(runs) else ""
+            print(f"sweep report: {path} ({len(runs)} runs, {failed} not completed{never})", flush=True)
         except Exception:  # noqa: BLE001 — a broken report must not hide the runs' own results
             log.error("could not write the sweep report for %s:\n%s", sweep_dir, traceback.format_exc())
             return 0
@@ -147,7 +142,7 @@ class SweepReport(Callback):
             return
         self._job_cpu = time.process_time()  # this process's CPU seconds (every thread) before the job
         status.start_job()
-        _write_json(
+        write_json(
             _job_dir(config) / "status.json", {"status": "running", "started": time.strftime("%Y-%m-%d %H:%M:%S")}
         )
 
@@ -178,6 +173,6 @@ class SweepReport(Callback):
             from rlx.report.wandb import finish_run, run_url
 
             doc["wandb_url"] = run_url()  # None offline: the report links online runs only
-        _write_json(_job_dir(config) / "status.json", doc)
+        write_json(_job_dir(config) / "status.json", doc)
         if "wandb" in sys.modules:  # end this job's W&B run, so the next job of the process starts its own
             finish_run(failed)

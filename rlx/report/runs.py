@@ -166,7 +166,11 @@ def _metrics_path(job_dir: Path, summary: dict) -> Path | None:
 def load_run(job_dir: Path) -> Run:
     summary = _read_json(job_dir / "summary.json")
     status_doc = _read_json(job_dir / STATUS_FILE)
-    status = status_doc.get("status") or ("completed" if summary else "unknown")
+    if "error" not in status_doc and summary.get("error"):
+        status_doc["error"] = summary["error"]
+    # status.json is the job's own record; a run's summary.json says how it ended too (a failed or stopped run
+    # writes one), for a directory whose status.json could not be written (a full disk)
+    status = status_doc.get("status") or summary.get("status") or ("completed" if summary else "unknown")
     if status == "completed" and not summary:  # the job function returned without finishing its run
         status = "failed"
         status_doc.setdefault("error", "no summary.json")

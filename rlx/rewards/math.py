@@ -1,13 +1,17 @@
 """reward=math: the completion's final answer must equal the row's `answer`.
 
 `strict=True` requires the whole completion to be the answer, so a policy cannot earn reward by padding the
-answer with other text. `strict=False` extracts the final answer (`extract_answer`: last \\boxed{}, else after
-the last `####` or `Answer:`, else the last number); a reference answer that itself carries a marker (GSM8K's
-"...#### 72", MATH's \\boxed{}) is extracted the same way. `strict=None` (the config's default) lets the task
-decide (`Task.strict_answers`): strict on the bundled arithmetic tasks, whose completions are the bare sum,
-extracting on user data (data=jsonl, data=hf_dataset), where a strict match would score almost every free-text
-completion 0, silently. The answer is compared by `verifier`: "exact" (numbers numerically, text as text)
-or "math_verify" (symbolic equivalence, e.g. 1/2 = 0.5 = \\frac{1}{2}; GSM8K and MATH rows). math_verify
+answer with other text. `strict=False` extracts the final answer (`extract_answer`: the last \\boxed{}, else
+after the last `####`, `Answer:` or "the answer is", else the last inline math, else the last number); a
+reference answer that itself carries a marker (GSM8K's "...#### 72", MATH's \\boxed{}) is extracted the same
+way. `strict=None` (the config's default) lets the task decide (`Task.strict_answers`): strict on the bundled
+arithmetic tasks, whose completions are the bare sum, extracting on user data (data=jsonl, data=hf_dataset),
+where a strict match would score almost every free-text completion 0, silently.
+
+The answer is compared by `verifier`: "exact" (rlx.rewards.math_answer: exact rationals, comma lists as lists,
+units and LaTeX decorations dropped, rounding only to the reference's stated precision; text as text) or
+"math_verify" (the same first; where text is involved and differs, symbolic equivalence by math_verify, e.g.
+\\sqrt{2}/2 = \\frac{\\sqrt{2}}{2}, rounding numbers to no fewer digits than the reference states). math_verify
 guards itself with SIGALRM, which only works on a process's main thread (off it, verl silently scored
 everything 0), so it runs on the main thread of a dedicated worker process; a batch that overruns even that
 is reported as INFRA, never as wrong.
@@ -23,66 +27,79 @@ import multiprocessing
 import re
 
 from rlx.rewards.base import Status, Verdict
+from rlx.rewards.math_answer import braced, decide, stated_decimals
 
-NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?|-?\.\d+")
-MARKERS = ("####", "Answer:")
+# a number, not an exponent ("49 cm^2" ends in 49, not 2) nor part of a name ("x2")
+NUMBER = re.compile(r"(?<![\^\w.{])(?:-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])(?!,\d)|-?\d+(?:\.\d+)?|-?\.\d+)")
+MATH_SPAN = re.compile(r"\$([^$]+)\$|\\\((.+?)\\\)")
+MARKER = re.compile(r"####|\banswer\s*:|\banswer\s+is\b\s*:?", re.IGNORECASE)
+WORD = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{2,}")
+SHOWN = 200  # characters of an extracted answer a verdict carries
 
 
 def _boxed(text: str) -> list[str]:
     """Contents of every \\boxed{...}, with nested braces (\\boxed{\\frac{1}{2}})."""
     found, start = [], 0
     while (start := text.find("\\boxed{", start)) != -1:
-        depth, index = 1, start + len("\\boxed{")
-        while index < len(text) and depth:
-            depth += {"{": 1, "}": -1}.get(text[index], 0)
-            index += 1
-        if depth == 0:
-            found.append(text[start + len("\\boxed{") : index - 1])
-        start = index
+        group = braced(text, start + len("\\boxed"))
+        if group is None:
+            break
+        found.append(group[0])
+        start = group[1]
     return found
 
 
 def extract_answer(text: str) -> str | None:
-    """The last `\\boxed{...}`, else the text after the last `####` or `Answer:`, else the last number."""
+    """The last `\\boxed{...}`, else the rest of the line after the last `####`, `Answer:` or "the answer is"
+    (up to a sentence's end), else the last inline math (`$...$`, `\\(...\\)`), else the last number."""
     boxed = _boxed(text)
     if boxed:
         return boxed[-1].strip() or None
-    for marker in MARKERS:
-        if marker in text:
-            tail = text.rsplit(marker, 1)[1].strip()
-            return tail.splitlines()[0].strip() if tail else None
+    markers = list(MARKER.finditer(text))
+    if markers:
+        tail = text[markers[-1].end() :].strip()
+        line = re.split(r"\n|\.\s", tail, maxsplit=1)[0].strip() if tail else ""
+        return line or None
+    # inline math that holds no plain word ("$5 on apples and $7" is two prices, not math)
+    spans = [a or b for a, b in MATH_SPAN.findall(text) if not WORD.search(a or b)]
+    if spans and spans[-1].strip():
+        return spans[-1].strip()
     numbers = NUMBER.findall(text)
     return numbers[-1] if numbers else None
 
 
 def has_marker(text: str) -> bool:
-    return bool(_boxed(text)) or any(marker in text for marker in MARKERS)
-
-
-def _number(text: str) -> float | None:
-    cleaned = text.strip().rstrip(".").replace(",", "").lstrip("$")
-    return float(cleaned) if NUMBER.fullmatch(cleaned) else None
+    return bool(_boxed(text)) or MARKER.search(text) is not None
 
 
 def answers_equal(predicted: str, reference: str) -> bool:
-    a, b = _number(predicted), _number(reference)
-    if a is not None and b is not None:
-        return a == b
-    return predicted.strip() == reference.strip()
+    """The exact verifier (rlx.rewards.math_answer.decide); differing text is not equal."""
+    return decide(predicted, reference) is True
 
 
 def math_verify_batch(pairs: list[tuple[str, str]], timeout_s: int) -> list[bool]:
-    """Runs in the worker process's main thread, where math_verify's SIGALRM timeouts hold."""
+    """Runs in the worker process's main thread, where math_verify's SIGALRM timeouts hold. rlx's exact reading
+    decides first; math_verify only where text differs, rounding to the reference's stated digits (else 15)."""
     # deferred: math_verify loads in the scoring worker process, not in the trainer
-    from math_verify import parse, verify
+    from latex2sympy2_extended.latex2sympy2 import NormalizationConfig
+    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+
+    # its own unit stripping off: it read "2m" as 2 metres (rlx's reading has dropped real units already)
+    normal = NormalizationConfig(basic_latex=True, units=False, malformed_operators=True, nits=True, boxed="all")
+    config = [LatexExtractionConfig(normalization_config=normal), ExprExtractionConfig()]
 
     results = []
     for predicted, reference in pairs:
-        gold = parse(f"${reference}$", parsing_timeout=timeout_s)
-        target = parse(f"${predicted}$", parsing_timeout=timeout_s)
+        known = decide(predicted, reference)
+        if known is not None:
+            results.append(known)
+            continue
+        gold = parse(f"${reference}$", extraction_config=config, parsing_timeout=timeout_s)
+        target = parse(f"${predicted}$", extraction_config=config, parsing_timeout=timeout_s)
+        digits = stated_decimals(reference)
+        rounding = 15 if digits is None else digits
         results.append(
-            bool(gold and target and verify(gold, target, timeout_seconds=timeout_s))
-            or answers_equal(predicted, reference)
+            bool(gold and target and verify(gold, target, float_rounding=rounding, timeout_seconds=timeout_s))
         )
     return results
 
@@ -138,7 +155,7 @@ class MathReward:
                 correct + self.format_weight * formatted,
                 Status.PASS if correct else Status.FAIL,
                 {"correct": correct, "format": formatted},
-                {"extracted": predicted},
+                {"extracted": predicted[:SHOWN] + ("..." if len(predicted) > SHOWN else "")},
             )
         done = [v for v in verdicts if v is not None]
         assert len(done) == len(verdicts), "every completion has a verdict: FORMAT, INFRA or the verifier's"

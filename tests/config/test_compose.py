@@ -21,6 +21,12 @@ REQUIRED = {
     ("data", "hf_dataset"): ["data.path=/nonexistent"],
     ("data", "humaneval"): ["data.train_file=/nonexistent.jsonl.gz", "reward=unit_tests"],
     ("data", "multi_sum"): ["reward.strict=false"],  # answers after a scratchpad: the last number is scored
+    ("data", "kernelbench"): [  # problem files of the tests' own, as published (no shrink: no child process)
+        f"data.path={CONF.parent / 'tests' / 'kernels' / 'kernelbench' / 'level1'}",
+        "data.val_size=1",
+        "data.cpu_max_elements=null",
+        "reward=triton",
+    ],
 }
 # Building these objects reads files; composing and resolving them is what this test checks.
 COMPOSE_ONLY = {("data", "jsonl"), ("data", "hf_dataset"), ("data", "humaneval")}

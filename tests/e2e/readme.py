@@ -43,6 +43,10 @@ SHRINK = [*ONE_STEP, *FAST_MODEL, "samples_every=1"]
 # data=kernels: the warm start of tests/e2e/test_cli.py's triton test (so the cached warm start is shared); the
 # generated answers need the full data.max_new_tokens, so it is not cut.
 KERNELS = ["model.warm_start.batch_size=4", "data.val_size=4"]
+# data=kernelbench: the problem files tests/kernels write in KernelBench's layout (3 in level1), prompts as text
+# (the tiny policy has no chat template)
+KERNELBENCH = REPO / "tests" / "kernels" / "kernelbench"
+KERNELBENCH_SHRINK = ["data.val_size=1", "data.chat=false"]
 MAX_NEW_TOKENS = 64  # other tasks generating more than this are cut to it (e.g. data=jsonl's 512)
 INFO_FLAGS = {"--help", "-h", "--hydra-help", "--cfg", "-c", "--info"}  # print and exit: run as written
 PLACEHOLDERS = {"<s>": "0"}  # `seed=<s>` in a measured table's command
@@ -72,6 +76,7 @@ BENCH: dict[str, list[str]] = {
         "{work}/scaling.png",
     ],
     "sandbox_throughput.py": [],
+    "kernelbench.py": ["--kernelbench", str(KERNELBENCH), "--levels", "1", "2"],
     "staleness.py": ["--steps", "2", "--skip", "0", *FAST_MODEL],
     "staleness_report.py": ["{sweep}"],  # a finished sweep's directory: the shrunk eps_beta_g sweep's
     "token_class.py": [
@@ -410,6 +415,8 @@ def shrink(cmd: Command, artifacts: Artifacts, work: Path, needs: list) -> tuple
         elif key in ("data.train_file", "data.val_file"):
             train, val = artifacts.jsonl()
             token = f"{key}={train if key.endswith('train_file') else val}"
+        elif key == "data.path":  # data=kernelbench's directory of problem files
+            token = f"{key}={KERNELBENCH / 'level1'}"
         if re.search(r"<[^>]+>", token):
             pytest.fail(f"{cmd.where}: no rule for the placeholder in {token!r} (tests/e2e/readme.py)")
         tokens.append(token)
@@ -437,6 +444,8 @@ def shrink(cmd: Command, artifacts: Artifacts, work: Path, needs: list) -> tuple
     shrinking = list(SHRINK)
     if str(OmegaConf.select(cfg, "data._target_", default="")).endswith("KernelTask"):
         shrinking += KERNELS
+    elif str(OmegaConf.select(cfg, "data._target_", default="")).endswith("KernelBenchTask"):
+        shrinking += [*KERNELBENCH_SHRINK, f"data.max_new_tokens={MAX_NEW_TOKENS}"]
     elif (OmegaConf.select(cfg, "data.max_new_tokens", default=0) or 0) > MAX_NEW_TOKENS:
         shrinking.append(f"data.max_new_tokens={MAX_NEW_TOKENS}")
     for token in shrinking:

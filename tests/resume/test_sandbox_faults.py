@@ -51,4 +51,7 @@ def test_a_killed_sandbox_server_is_restarted_and_training_goes_on(tmp_path, tes
     assert proc.returncode == 0, out[-3000:]
     assert len(killed) >= 2, "no sandbox server was up to be killed"
     assert training_steps(run) == list(range(STEPS))
-    assert "restarting it" in out or "is restarted" in out  # the pool said so
+    # the pool says so whenever a killed jail is next used: found dead between programs, or broken mid-program
+    # (it once said so only for the second, so a run whose kills all landed while generating had no such line);
+    # every kill above leaves at least steps STEPS-2 and STEPS-1 to score, so some killed jail is used again
+    assert "restarting it" in out

@@ -23,6 +23,7 @@ from rlx.callbacks.checkpoint import Checkpointing, Interrupted
 from rlx.callbacks.csv_logger import AppendingWriter
 from rlx.callbacks.infra import InfraStop
 from rlx.callbacks.resume import RECORD, Resume, ResumeError, identity, newest_checkpoint, trim_history
+from rlx.cli import stop
 from rlx.seeding import isolated_rng, seed_step, step_seed
 
 
@@ -330,16 +331,17 @@ def test_sigusr1_exits_after_the_checkpoint_and_requeues_the_slurm_job(tmp_path,
     cb.install_handlers()
     try:
         os.kill(os.getpid(), signal.SIGUSR1)  # only recorded: the step in flight is not interrupted
-        assert cb.caught == signal.SIGUSR1 and cb.received is None  # agreed (over ranks) at the step's end
-        cb.on_train_batch_start(trainer, None, None, 7)  # nothing agreed yet: the step runs
+        assert stop.pending() == cb.caught == signal.SIGUSR1 and cb.received is None  # agreed (over ranks) later
+        cb.on_train_batch_start(trainer, None, None, 7)  # agreed, but no checkpoint of step 7 exists: the step runs
+        assert cb.received == signal.SIGUSR1 and cb.pending is None
         trainer.global_step = 8
-        cb.on_train_batch_end(trainer, None, None, None, 7)  # agreed: step 8's checkpoint falls due
-        assert cb.received == signal.SIGUSR1 and cb.pending is not None
+        cb.on_train_batch_end(trainer, None, None, None, 7)  # step 8's checkpoint falls due
+        assert cb.pending is not None
         with pytest.raises(Interrupted) as exit_:
             cb.on_train_batch_start(trainer, None, None, 8)  # committed, then the exit
     finally:
         cb.restore_handlers()
-    assert exit_.value.code == 128 + signal.SIGUSR1
+    assert exit_.value.code == 128 + signal.SIGUSR1 and exit_.value.step == 8
     assert log.read_text().split() == ["requeue", "4242"]
     assert signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL
 
@@ -348,25 +350,29 @@ def save(path, weights_only) -> None:
     Path(path).write_text("state")
 
 
-def test_a_signal_handled_while_the_ranks_agree_stops_the_next_step(tmp_path, monkeypatch):
+def test_a_signal_handled_while_the_ranks_agree_stops_the_run_after_this_step(tmp_path, monkeypatch):
     """A signal that arrives while agreed_signal's collective waits is handled when it returns, after the ranks
-    agreed on nothing: it must not be overwritten by that result (the run then never stopped: CI, stop 22)."""
+    agreed on nothing: it must not be lost with that result (the run then never stopped: CI, stop 22). rlx.cli.stop
+    holds it, and the agreement after the step's checkpoint decision takes it up."""
     cb = callback(tmp_path)
+    cb.install_handlers()
+    sent = []
 
     def signalled_during_the_wait(caught):
-        cb.on_signal(signal.SIGTERM, None)  # the Python handler runs as the collective returns
-        return caught  # what every rank had before it: nothing
+        if not sent:
+            sent.append(os.kill(os.getpid(), signal.SIGTERM))  # the Python handler runs as the collective returns
+            return None  # what every rank had before it: nothing
+        return caught
 
     monkeypatch.setattr("rlx.callbacks.checkpoint.agreed_signal", signalled_during_the_wait)
     trainer = SimpleNamespace(global_step=3, max_steps=10, should_stop=False, _results=None, save_checkpoint=save)
-    cb.on_train_batch_end(trainer, None, None, None, 2)
-    assert cb.received is None and cb.pending is None  # not agreed at this step: no checkpoint, the run goes on
-    monkeypatch.setattr("rlx.callbacks.checkpoint.agreed_signal", lambda caught: caught)
-    cb.on_train_batch_start(trainer, None, None, 3)
-    trainer.global_step = 4
-    cb.on_train_batch_end(trainer, None, None, None, 3)  # agreed at the next step's end
-    with pytest.raises(Interrupted) as exit_:
-        cb.on_train_batch_start(trainer, None, None, 4)
+    try:
+        cb.on_train_batch_end(trainer, None, None, None, 2)
+        assert cb.received == signal.SIGTERM and cb.pending is not None  # agreed again: this step's checkpoint
+        with pytest.raises(Interrupted) as exit_:
+            cb.on_train_batch_start(trainer, None, None, 3)
+    finally:
+        cb.restore_handlers()
     assert exit_.value.code == 128 + signal.SIGTERM and (cb.dirpath / "last.ckpt").read_text() == "state"
 
 
@@ -402,7 +408,7 @@ def test_infra_stop_needs_k_failing_steps_in_a_row_and_names_the_reward():
         trainer.global_step, trainer.callback_metrics = step, {"reward/infra_frac": torch.tensor(frac)}
         guard.on_train_batch_end(trainer, module, None, None, step)
         assert not trainer.should_stop  # the streak was broken at step 3
-    assert guard.state_dict() == {"streak": 2}
+    assert guard.state_dict() == {"streak": 2, "seen": 5, "scored": 5}  # every step scored some of its samples
     trainer.global_step, trainer.callback_metrics = 6, {"reward/infra_frac": torch.tensor(1.0)}
     guard.on_train_batch_end(trainer, module, None, None, 6)
     assert trainer.should_stop
@@ -410,3 +416,26 @@ def test_infra_stop_needs_k_failing_steps_in_a_row_and_names_the_reward():
     assert "UnitTestsReward" in message and "3 steps in a row" in message and "infra_stop.max_frac" in message
     with pytest.raises(ValueError, match="infra_stop.max_frac"):
         InfraStop(max_frac=1.0, steps=3)
+
+
+def test_a_run_none_of_whose_steps_scored_a_sample_ends_in_an_infra_error():
+    """Shorter than the INFRA streak limit, but not one sample scored: not a completed run (and a resumed run
+    counts the steps before its checkpoint)."""
+
+    class ScorerDown:
+        pass
+
+    module = SimpleNamespace(reward=ScorerDown())
+    guard = InfraStop(max_frac=0.5, steps=5)
+    guard.load_state_dict({"streak": 1, "seen": 1, "scored": 0})  # the checkpoint's step scored nothing either
+    trainer = SimpleNamespace(callback_metrics={"reward/infra_frac": torch.tensor(1.0)}, should_stop=False)
+    trainer.global_step = 2
+    guard.on_train_batch_end(trainer, module, None, None, 1)
+    guard.on_train_end(trainer, module)
+    assert not trainer.should_stop and "nothing was scored" in str(guard.stop_error)
+    assert "ScorerDown" in str(guard.stop_error) and "any sample of the run's 2 RL steps" in str(guard.stop_error)
+    scored = InfraStop(max_frac=0.5, steps=5)
+    trainer.callback_metrics = {"reward/infra_frac": torch.tensor(0.75)}  # one sample in four scored: a signal
+    scored.on_train_batch_end(trainer, module, None, None, 1)
+    scored.on_train_end(trainer, module)
+    assert scored.stop_error is None

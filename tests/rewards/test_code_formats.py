@@ -8,8 +8,9 @@ import math
 import pytest
 
 from rlx.rewards.code.compare import Comparison, normalise_output, outputs_match
+from rlx.rewards.code.extract import choose
 from rlx.rewards.code.formats import RowError, candidate_code, detect, instrument, parse
-from rlx.rewards.sandbox.values import Unencodable, decode, encode
+from rlx.rewards.sandbox.values import Encoder, Unencodable, decode
 from rlx.score_batch import pass_at_k
 
 CHECK_ROW = {
@@ -45,6 +46,7 @@ def test_the_format_is_recognised_from_the_row(row, kind):
         ({"tests": []}, "non-empty list"),
         ({**CHECK_ROW, "test": "def check(candidate):\n    pass\n"}, "has no assert"),
         ({**CHECK_ROW, "test": "def test(candidate):\n    assert candidate(1, 2) == 3\n"}, "no check(candidate)"),
+        ({**CHECK_ROW, "entry_point": None}, "`entry_point` must name"),
         ({**CHECK_ROW, "entry_point": "not a name"}, "`entry_point` must name"),
         ({"tests": [{"stdin": "1\n"}]}, "['stdin', 'stdout']"),
         ({"input_output": "{not json"}, "not JSON"),
@@ -86,9 +88,16 @@ def test_how_the_completion_meets_the_prompt():
     body = "    return x\n"
     assert candidate_code(body, row, "completion") == body
     assert candidate_code(body, row, "prompt_completion") == "def f(x):\n    return x\n"  # HumanEval's convention
-    chat = "Here:\n```python\ndef f(x): return 1\n```\nand better:\n```python\ndef f(x): return x\n```\n"
-    assert candidate_code(chat, row, "fenced") == "def f(x): return x\n"  # the last block
     assert candidate_code(body, {**row, "code_from": "completion"}, "prompt_completion") == body  # the row wins
+    # what runs of it is picked in the sandbox (rlx.rewards.code.extract): the last block defining a tested name
+    chat = "Here:\n```python\ndef f(x): return 1\n```\nand better:\n```python\ndef f(x): return x\n```\n"
+    usage = chat + "Use it so:\n```python\nprint(f(3))\n```\n"
+    assert choose(chat, "fenced", ["f"]) == choose(usage, "fenced", ["f"]) == "def f(x): return x\n"
+    assert choose(usage, "completion", ["f"]) == "def f(x): return x\n"  # a chat answer does not compile
+    program = 'def f(x):\n    """Use:\n```python\nf(1)\n```\n"""\n    return x\n'
+    assert choose(program, "completion", ["f"]) == program  # a program that compiles runs whole
+    indented = "1. The code:\n   ```py\n   def f(x):\n       return x\n   ```\n"
+    assert choose(indented, "completion", ["f"]) == "def f(x):\n    return x\n"
 
 
 def test_python_equality_is_the_default_and_exact_types_an_option():
@@ -122,12 +131,29 @@ def test_stdout_normalisation():
     assert not outputs_match("0.333333\n", "0.3333333333\n", "tokens", Comparison(rel_tol=1e-7))
 
 
-def test_plain_data_round_trips_in_order_and_refuses_the_rest():
+def test_values_round_trip_shared_and_flat_and_refuse_the_rest():
     # the sandbox's encoding (rlx.rewards.sandbox.values), as the code formats rely on it
-    value = {"p": [1, 2.5, (True, None)], "A": {"x": frozenset({3})}, 7: "s"}
-    back = decode(encode(value))
-    assert back == value and list(back) == ["p", "A", 7]  # dict order kept (HumanEval/95 depends on it)
-    assert type(back["p"][2]) is tuple
+    import collections
+    import fractions
+
+    value = {"p": [1, 2.5, (True, None)], "A": {"x": frozenset({3})}, 7: "s", "f": fractions.Fraction(1, 3)}
+    back = decode(Encoder().encode(value))
+    assert back == value and list(back) == ["p", "A", 7, "f"]  # dict order kept (HumanEval/95 depends on it)
+    assert type(back["p"][2]) is tuple and type(back["f"]) is fractions.Fraction
+    shared = [1]
+    loop: list = [shared, shared]
+    loop.append(loop)
+    again = decode(Encoder().encode(loop))
+    assert again[0] is again[1] and again[2] is again  # sharing and cycles survive
+    chain: list = []
+    for _ in range(5000):  # 5000 levels deep: the graph is flat, nothing recurses
+        chain = [chain]
+    node, depth = decode(Encoder().encode(chain)), 0
+    while node:
+        node, depth = node[0], depth + 1
+    assert depth == 5000
+    counter = decode(Encoder().encode(collections.Counter("abca")))
+    assert type(counter) is collections.Counter and counter["a"] == 2
 
     class AlwaysEqual:
         def __eq__(self, other):
@@ -138,8 +164,16 @@ def test_plain_data_round_trips_in_order_and_refuses_the_rest():
 
     for hostile in (AlwaysEqual(), Int(3), [Int(1)], (x for x in ())):
         with pytest.raises(Unencodable):
-            encode(hostile)
-    for garbage in (["int", "x"], ["list", "notalist"], ["dict", [[["list", []], ["none"]]]], "str", ["nope", 1]):
+            Encoder().encode(hostile)  # without a handle maker (the harness's), nothing but data encodes
+    for garbage in (
+        {"root": ["int", "x"]},
+        {"root": ["@", 0], "nodes": [["list", "notalist"]]},
+        {"root": ["@", 0], "nodes": [["dict", [[["@", 1], ["none"]]]], ["list", []]]},  # an unhashable key
+        {"root": ["@", 0], "nodes": [["tuple", [["@", 0]]]]},  # a tuple that holds itself
+        {"root": ["ref", 1]},  # a handle where none is accepted
+        "str",
+        {"root": ["nope", 1]},
+    ):
         with pytest.raises(ValueError):
             decode(garbage)
 
@@ -151,3 +185,50 @@ def test_unbiased_pass_at_k():
     assert pass_at_k(3, 0, 3) == 0.0
     with pytest.raises(ValueError, match="at least 4 samples"):
         pass_at_k(3, 1, 4)
+
+
+def test_the_prompts_helpers_are_the_tests_and_its_stubs_the_candidates():
+    from rlx.rewards.code.program import prompt_helpers
+
+    prompt = (
+        "import math\nMOD = 10**9 + 7\nHUGE = 10**10**10\nINF = float('inf')\n\n"
+        "def poly(xs, x):\n    return sum(c * x**i for i, c in enumerate(xs))\n\n"
+        "class Solution:\n    def solve(self, xs):\n        '''The candidate writes this.'''\n\n"
+        "def find_zero(xs):\n    '''Also the candidate's.'''\n"
+    )
+    source, classes = prompt_helpers(prompt, "find_zero")
+    assert "import math" in source and "MOD = 10 ** 9 + 7" in source and "def poly" in source
+    assert "HUGE" not in source and "INF" not in source  # only what cannot fail or run long in the trainer
+    assert "Solution" not in source and "find_zero" not in source and classes == []
+    assert prompt_helpers("Write a function that adds two numbers.", None) == ("", [])  # prose: no helpers
+
+
+def test_free_names_the_stdlib_is_the_checkers_the_rest_the_candidates():
+    tests = parse(
+        {
+            "tests": [
+                "assert math.isclose(area(1), 3.14, rel_tol=0.01)",
+                "assert Solution().f(LIMIT) == collections.deque()",
+            ]
+        },
+        "auto",
+        "completion",
+    )
+    assert "import math" in tests.setup and "import collections" in tests.setup
+    assert tests.proxies == ["LIMIT", "Solution", "area"]
+    row = {**CHECK_ROW, "entry_point": "Solution().add", "test": CHECK_ROW["test"] + "\ncheck(add)\n"}
+    leetcode = parse(row, "auto", "completion")
+    assert leetcode.steps == ["check(Solution().add)"] and "Solution" in leetcode.proxies
+    assert "check(add)" not in leetcode.setup  # the program's own call of check is the checker's step
+
+
+def test_unittest_assertions_are_tests_and_a_testcase_program_runs_its_methods():
+    program = (
+        "import unittest\n\nclass T(unittest.TestCase):\n    def test_a(self):\n        self.assertEqual(f(1), 2)\n"
+        "        with self.assertRaises(ValueError):\n            f(-1)\n    def helper(self):\n        pass\n\n"
+        "if __name__ == '__main__':\n    unittest.main()\n"
+    )
+    tests = parse({"test": program}, "auto", "completion")
+    assert tests.format == "check" and tests.steps == ["__rlx_unittest__(T, 'test_a')"]
+    assert tests.labels == ["self.assertEqual(f(1), 2)", "with self.assertRaises(ValueError):"]
+    assert tests.proxies == ["f"]

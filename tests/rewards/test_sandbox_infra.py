@@ -14,6 +14,7 @@ import pytest
 from sandbox_helpers import RUN_UID_OFFSET, jailed_processes, left_behind
 
 from rlx.rewards.base import Status
+from rlx.rewards.code.reward import MODULES
 from rlx.rewards.sandbox.jail_process import JailBroken
 from rlx.rewards.sandbox.session import (
     Ended,
@@ -54,8 +55,7 @@ def test_a_candidate_whose_setup_failed_breaks_the_jail_not_the_sample():
 
 @pytest.mark.slow
 def test_ended_session_then_killed_jail_then_recovery():
-    values = ("rlx.rewards.sandbox.values",)
-    with Sandbox("rlx.rewards.unit_tests_harness", 1, LIMITS, modules=values, base_uid=JAIL_UID) as sandbox:
+    with Sandbox("rlx.rewards.unit_tests_harness", 1, LIMITS, modules=MODULES, base_uid=JAIL_UID) as sandbox:
 
         def check(session, index):
             session.request({"op": "load"})
@@ -81,8 +81,24 @@ def test_ended_session_then_killed_jail_then_recovery():
 
 
 @pytest.mark.slow
+def test_a_jail_killed_between_programs_is_restarted_and_the_log_says_so(caplog):
+    """A jail killed while no program runs on it (a training step spends most of its time generating) is found
+    dead by the next program, restarted and logged: the restart never depends on when the kill landed."""
+    with Sandbox("rlx.rewards.unit_tests_harness", 1, LIMITS, modules=MODULES) as sandbox:
+        load = lambda session, index: session.request({"op": "load"})[0]["ok"]  # noqa: E731
+        assert sandbox.map(["x = 1"], load) == [True]
+        jail = sandbox.workers[0].process
+        os.kill(jail.pid, signal.SIGKILL)
+        jail.wait()  # dead and reaped before the next program: the case the log used to miss
+        with caplog.at_level("WARNING", logger="rlx.rewards.sandbox.session"):
+            assert sandbox.map(["x = 2"], load) == [True]
+        assert sandbox.restarts == 1
+    assert "jail 0 exited between programs" in caplog.text and "restarting it" in caplog.text
+
+
+@pytest.mark.slow
 def test_a_checker_bug_propagates():
-    with Sandbox("rlx.rewards.unit_tests_harness", 1, LIMITS, modules=("rlx.rewards.sandbox.values",)) as sandbox:
+    with Sandbox("rlx.rewards.unit_tests_harness", 1, LIMITS, modules=MODULES) as sandbox:
 
         def check(session, index):
             raise KeyError("checker bug")
@@ -93,7 +109,7 @@ def test_a_checker_bug_propagates():
 
 @pytest.mark.slow
 def test_a_request_deadline_ends_the_session_as_timeout():
-    with Sandbox("rlx.rewards.unit_tests_harness", 1, LIMITS, modules=("rlx.rewards.sandbox.values",)) as sandbox:
+    with Sandbox("rlx.rewards.unit_tests_harness", 1, LIMITS, modules=MODULES) as sandbox:
 
         def check(session, index):
             session.request({"op": "load"})
@@ -105,7 +121,7 @@ def test_a_request_deadline_ends_the_session_as_timeout():
             return fast, None
 
         program = "def f(slow):\n    while slow:\n        pass\n    return 7\n"
-        assert sandbox.map([program, program], check) == [({"value": ["int", "7"]}, Status.TIMEOUT)] * 2
+        assert sandbox.map([program, program], check) == [({"value": {"root": ["int", "7"]}}, Status.TIMEOUT)] * 2
 
 
 @pytest.mark.slow
@@ -131,7 +147,7 @@ def test_big_requests_and_replies_both_ways_do_not_deadlock():
         "msg = struct.pack('>Q', len(body)) + body\n"
         "for _ in range(50):\n    os.write(4, struct.pack('>Q', len(msg)) + msg)\n"
     )
-    with Sandbox("rlx.rewards.unit_tests_harness", 1, limits, modules=("rlx.rewards.sandbox.values",)) as sandbox:
+    with Sandbox("rlx.rewards.unit_tests_harness", 1, limits, modules=MODULES) as sandbox:
 
         def check(session, index):
             big = {"op": "eval", "expr": "1", "pad": "p" * (4 << 20)}

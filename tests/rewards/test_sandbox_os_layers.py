@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from rlx.rewards.code.reward import MODULES
 from rlx.rewards.sandbox.session import Limits, Sandbox
 from rlx.rewards.sandbox.values import decode
 
@@ -70,10 +71,10 @@ def view():
 
 def test_the_jail_from_inside():
     checkout = os.path.dirname(os.path.abspath(__file__))
-    with Sandbox("rlx.rewards.unit_tests_harness", 1, LIMITS, modules=("rlx.rewards.sandbox.values",)) as sandbox:
+    with Sandbox("rlx.rewards.unit_tests_harness", 1, LIMITS, modules=MODULES) as sandbox:
 
         def check(session, index):
-            assert session.request({"op": "load"})[0] == {"ok": True}
+            assert session.request({"op": "load"})[0]["ok"] is True
             return [decode(session.request({"op": "eval", "expr": e})[0]["value"]) for e in ("left_over()", "view()")]
 
         program = f"CHECKOUT = {checkout!r}\n" + PROBE
@@ -107,14 +108,13 @@ def test_sessions_of_one_jail_are_independent():
         "    return [os.listdir('/tmp'), json.dumps(1), open('/proc/sysvipc/shm').readlines()[1:],\n"
         "            oct(os.stat('/dev/shm').st_mode)]\n"
     )
-    with Sandbox("rlx.rewards.unit_tests_harness", 1, LIMITS, modules=("rlx.rewards.sandbox.values",)) as sandbox:
+    with Sandbox("rlx.rewards.unit_tests_harness", 1, LIMITS, modules=MODULES) as sandbox:
 
         def check(session, index):
             session.request({"op": "load"})
-            return session.request({"op": "eval", "expr": "look()"})[0] if index == 2 else None
+            return decode(session.request({"op": "eval", "expr": "look()"})[0]["value"]) if index == 2 else None
 
-        fresh = ["list", [["list", []], ["str", "1"], ["list", []], ["str", "0o41777"]]]
-        assert sandbox.map([first, chmod, second], check)[2] == {"value": fresh}
+        assert sandbox.map([first, chmod, second], check)[2] == [[], "1", [], "0o41777"]
 
 
 def test_allowed_files_under_tmp_stay_importable_and_read_only(monkeypatch, tmp_path):
@@ -137,7 +137,9 @@ def test_allowed_files_under_tmp_stay_importable_and_read_only(monkeypatch, tmp_
         "import tmp_pkg_probe\ndef f():\n    try:\n        open(tmp_pkg_probe.__file__, 'a')\n"
         "        return 'written'\n    except OSError:\n        return tmp_pkg_probe.X + 1\n"
     )
-    with Sandbox("rlx.rewards.unit_tests_harness", 1, LIMITS, modules=("rlx.rewards.sandbox.values",)) as sandbox:
+    with Sandbox("rlx.rewards.unit_tests_harness", 1, LIMITS, modules=MODULES) as sandbox:
         replies = sandbox.map([program], lambda s, i: s.pipeline([{"op": "load"}, {"op": "eval", "expr": "f()"}]))
-    assert replies == [[{"ok": True}, {"value": ["int", "42"]}]]
+    assert [reply["ok"] for reply, _ in replies] == [True] and [r for _, r in replies] == [
+        {"value": {"root": ["int", "42"]}}
+    ]
     assert (package / "__init__.py").read_text() == "X = 41\n"

@@ -204,7 +204,7 @@ def add(a, b):
     ),
     "int_subclass_equal": (
         Status.FAIL,
-        "class Sneaky(int):\n    def __eq__(self, other): return True\ndef add(a, b):\n    return Sneaky(0)\n",
+        "class Sneaky(int):\n    def __eq__(self, other): return True\ndef add(a, b):\n    return Sneaky(-7)\n",
     ),
     "sys_exit_0_before_tests": (Status.CRASH, "import sys\ndef add(a, b):\n    return -7\nsys.exit(0)\n"),
     "os_exit_0_first": (Status.CRASH, "import os\nos._exit(0)\n"),

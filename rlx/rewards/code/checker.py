@@ -1,15 +1,20 @@
 """The checker of reward=unit_tests's code formats: trusted code in the trainer, talking to one sandbox session.
 
 The candidate's program runs in its own process in the sandbox (rlx.rewards.sandbox.session, with the harness
-rlx.rewards.unit_tests_harness); nothing here ever runs it. What comes back is plain data only.
+rlx.rewards.unit_tests_harness); nothing here ever runs it, and nothing of it runs here.
 
-`program` tests (assert lines, check(candidate) programs): the row's test program runs here with each function
-under test bound to a `Proxy`. Calling it sends the arguments to the candidate's process, which calls the real
-function and answers with the value as plain data; the test's own `assert`s then compare values rebuilt here,
-under the row's comparison semantics (rlx.rewards.code.compare). An object with an always-true `__eq__` cannot
-cross (refused as unencodable); a candidate that exits early, hangs past the call timeout or garbles the
-channel fails the calls it did not answer. Each `assert` is one test (a `site`); `run_program` returns, per site,
-whether every run of it passed, or its first failure with the value got and the value expected.
+`program` tests (assert lines, check(candidate) programs, unittest classes): the row's test program runs here,
+as published, and every name it reads from the candidate's program is what the program bound to it once loaded:
+data as a value (a constant), anything else (the function under test, `Solution`) as a `Remote`
+(rlx.rewards.code.remote) driven through a `Client` (rlx.rewards.code.client): a call
+sends the arguments (copies, refilled here when the candidate mutates them; callables stay here and are called
+back), and what comes back is data built here. So the test's own `assert`s decide, on values whose `==` is
+Python's or the test's: an always-equal object, a lying `__eq__`, `__hash__` or `__class__` never take part. An
+exception the candidate raises is rebuilt as the built-in class the test catches (`except ValueError`,
+`assertRaises`); an exit, a hang past the call timeout or a garbled reply ends the session, and no `except` in
+the test turns that into a pass. Each `assert` (unittest assertion) is one test (a `site`); `run_program`
+returns, per site, whether every run of it passed, or its first failure with the value got and the value
+expected.
 
 The test program is the dataset's code, run in the trainer: it gets its own `random` module (seeded 0, so a
 check that draws random inputs gives the same verdict every time and leaves the trainer's random state alone).
@@ -26,88 +31,32 @@ import random
 import types
 
 from rlx.rewards.base import Status
+from rlx.rewards.code.client import Client
 from rlx.rewards.code.compare import Comparison
 from rlx.rewards.code.formats import Tests
+from rlx.rewards.code.remote import CandidateAbort, CandidateRaised, SessionEnded, kind_of, label
 from rlx.rewards.sandbox.session import Ended, Session
-from rlx.rewards.sandbox.values import Unencodable, decode, encode
 
-SHOWN = 200  # characters of a value shown in a failure record
 ENDED = {Status.TIMEOUT: "Timeout", Status.OOM: "MemoryError", Status.CRASH: "Exited", Status.VIOLATION: "Violation"}
+STOPPED = (Exception, CandidateAbort, SystemExit)  # what ends a test step (the trainer's Ctrl-C is not)
 
 
-class CandidateFailure(Exception):
-    """A call the candidate did not answer with a value: it raised (`kind` = its exception type), timed out,
-    exited, returned something that is not plain data, or ran out of memory."""
-
-    def __init__(self, kind: str, detail: str = "") -> None:
-        super().__init__(f"{kind}: {detail}" if detail else kind)
-        self.kind, self.detail = kind, detail
-
-
-def _show(value) -> str:
-    text = repr(value)
-    return text if len(text) <= SHOWN else text[:SHOWN] + "..."
-
-
-def _ended(err: Ended) -> CandidateFailure:
-    return CandidateFailure(ENDED.get(err.status, err.status.value), err.reason[:300])
-
-
-class Candidate:
-    """The checker's end of the candidate's session: one call at a time, each with a deadline."""
-
-    def __init__(self, session: Session, timeout_s: float) -> None:
-        self.session, self.timeout_s = session, timeout_s
-        self.dead: CandidateFailure | None = None
-        self.calls = 0
-
-    def call(self, name: str, args: tuple, kwargs: dict):
-        if self.dead is not None:
-            raise self.dead
-        self.calls += 1
-        try:
-            request = {
-                "op": "call",
-                "name": name,
-                "args": [encode(a) for a in args],
-                "kwargs": [[k, encode(v)] for k, v in kwargs.items()],
-            }
-        except Unencodable as err:
-            raise CandidateFailure("ArgumentNotPlain", f"the test passes {err}: only plain data crosses") from None
-        try:
-            reply = self.session.request(request, timeout_s=self.timeout_s)[0]
-        except Ended as err:
-            self.dead = _ended(err)
-            raise self.dead from None
-        if "error" in reply:
-            raise CandidateFailure(str(reply["error"])[:80], str(reply.get("detail", ""))[:300])
-        try:
-            return decode(reply.get("value"))
-        except (ValueError, OverflowError) as err:
-            raise CandidateFailure("Garbled", str(err)[:300]) from None
-
-
-class Proxy:
-    """Stands for the function under test in the checker's namespace; returns plain data only."""
-
-    def __init__(self, candidate: Candidate, name: str) -> None:
-        self._candidate, self._name = candidate, name
-
-    def __call__(self, *args, **kwargs):
-        return self._candidate.call(self._name, args, kwargs)
+def _ended_kind(error: SessionEnded) -> str:
+    status = getattr(error, "status", None)
+    return ENDED.get(status, error.kind) if status is not None else error.kind
 
 
 class Sites:
-    """Per-assert bookkeeping the instrumented test program calls (rlx.rewards.code.formats.instrument)."""
+    """Per-site bookkeeping the instrumented test program calls (rlx.rewards.code.program.Instrument)."""
 
-    def __init__(self, count: int, comparison: Comparison, candidate: Candidate) -> None:
-        self.count, self.comparison, self.candidate = count, comparison, candidate
+    def __init__(self, count: int, comparison: Comparison, client: Client) -> None:
+        self.count, self.comparison, self.client = count, comparison, client
         self.current: int | None = None
         self.reached: set[int] = set()
         self.failures: dict[int, dict] = {}
-        # Whether an assert tests the candidate at all: a call of the function under test happened since the
-        # previous assert ended (HumanEval's `assert True, "..."` lines make none: they are not tests, or an
-        # empty body would earn a share of them under scoring=fraction).
+        # Whether a site tests the candidate at all: a call of the candidate happened since the previous site
+        # ended (HumanEval's `assert True, "..."` lines make none: they are not tests, or an empty body would
+        # earn a share of them under scoring=fraction).
         self.mark = 0
         self.involved: set[int] = set()
 
@@ -116,9 +65,9 @@ class Sites:
         self.reached.add(site)
 
     def _done(self, site: int) -> None:
-        if self.candidate.calls > self.mark:
+        if self.client.calls > self.mark:
             self.involved.add(site)
-        self.mark, self.current = self.candidate.calls, None
+        self.mark, self.current = self.client.calls, None
 
     def check(self, site: int, ok) -> None:
         if not ok and site not in self.failures:
@@ -127,13 +76,13 @@ class Sites:
 
     def check_eq(self, site: int, got, expected) -> None:
         if not self.comparison.equal(got, expected) and site not in self.failures:
-            self.failures[site] = {"test": site, "ok": False, "got": _show(got), "expected": _show(expected)}
+            self.failures[site] = {"test": site, "ok": False, "got": label(got), "expected": label(expected)}
         self._done(site)
 
     def abort(self, error: BaseException) -> None:
         """A step raised outside a comparison: the current site (if any) fails with the cause."""
-        kind = error.kind if isinstance(error, CandidateFailure) else type(error).__name__
-        detail = error.detail if isinstance(error, CandidateFailure) else str(error)[:300]
+        kind = _ended_kind(error) if isinstance(error, SessionEnded) else kind_of(error)
+        detail = error.detail if isinstance(error, CandidateAbort) else str(error)[:300]
         failure = {"ok": False, "error": kind, "detail": detail}
         if self.current is not None:
             self.failures.setdefault(self.current, {"test": self.current, **failure})
@@ -154,6 +103,8 @@ class Sites:
                 out.append({"test": site, "ok": False, "error": "NotReached", "detail": "the test stopped earlier"})
         if -1 in self.failures:
             out.append({"event": "aborted", **{k: v for k, v in self.failures[-1].items() if k != "test"}})
+        if self.client.dead is not None:  # ended, even where the test swallowed it: the sample is labelled
+            out.append({"event": "ended", "error": _ended_kind(self.client.dead), "detail": self.client.dead.detail})
         return out
 
 
@@ -180,40 +131,68 @@ def private_builtins() -> dict:
     return {**builtins.__dict__, "__import__": import_}
 
 
-def load(session: Session) -> dict | None:
-    """Load the program in the candidate's process; the load_error record when that raised."""
-    loaded = session.request({"op": "load"})[0]
+def load(session: Session, tests: Tests) -> dict:
+    """Load the program in the candidate's process: its reply ({"ok", "globals"}), or the load_error record."""
+    request = {
+        "op": "load",
+        "code_from": tests.code_from,
+        "names": tests.proxies,
+        "classes": tests.classes,
+        "preamble": tests.preamble,
+        "execute": tests.format != "stdio",
+    }
+    loaded = session.request(request)[0]
     if loaded.get("ok") is True:
-        return None
+        return loaded
     return {"event": "load_error", "error": str(loaded.get("error"))[:80], "detail": str(loaded.get("detail"))[:300]}
 
 
+def run_case(case_class: type, method: str) -> None:
+    """One unittest test method, as unittest runs it: setUp, the method, tearDown."""
+    case = case_class(method)
+    case.setUp()
+    try:
+        getattr(case, method)()
+    finally:
+        case.tearDown()
+
+
 def run_program(session: Session, tests: Tests, comparison: Comparison, timeout_s: float) -> list[dict]:
-    """The records of one candidate against an assert-line or check(candidate) test program."""
-    failed = load(session)
-    if failed is not None:
-        return [failed]
-    candidate = Candidate(session, timeout_s)
-    sites = Sites(len(tests.labels), comparison, candidate)
-    namespace: dict = {
+    """The records of one candidate against an assert-line, check(candidate) or unittest test program."""
+    loaded = load(session, tests)
+    if "event" in loaded:
+        return [loaded]
+    client = Client(session, timeout_s, {})
+    sites = Sites(len(tests.labels), comparison, client)
+    try:  # the candidate's names the test reads (one it lacks stays unbound: a NameError, as in one program)
+        namespace: dict = client.globals(loaded.get("globals"), tests.proxies)
+    except CandidateAbort as err:
+        sites.abort(err)
+        return [*sites.records(True), {"event": "done"}]
+    namespace |= {
         "__name__": "__checker__",
         "__builtins__": private_builtins(),
         "__rlx_enter__": sites.enter,
         "__rlx_assert__": sites.check,
         "__rlx_assert_eq__": sites.check_eq,
-        "__rlx_proxy__": lambda name: Proxy(candidate, name),
+        "__rlx_unittest__": run_case,
     }
     try:
         exec(_compiled(tests.setup, "<setup>"), namespace)
-    except Exception as err:  # noqa: BLE001 - the row's own code: a dataset error, not the candidate's
+    except CandidateAbort as err:  # the test's setup called the candidate, which ended
+        sites.abort(err)
+        return [*sites.records(True), {"event": "done"}]
+    except (Exception, SystemExit) as err:  # noqa: BLE001 - the row's own code: a dataset error, not the candidate's
+        if isinstance(err, CandidateRaised):  # unless the candidate raised it, in a call the setup made
+            sites.abort(err)
+            return [*sites.records(True), {"event": "done"}]
         return [{"event": "setup_error", "error": type(err).__name__, "detail": str(err)[:300]}]
-    for name in tests.proxies:
-        namespace[name] = Proxy(candidate, name)
+    client.classes.update((n, namespace[n]) for n in tests.classes if isinstance(namespace.get(n), type))
     aborted = False
     for step in tests.steps:
         try:
             exec(_compiled(step, "<test>"), namespace)
-        except Exception as err:  # noqa: BLE001 - the test program stopped: its current assert fails
+        except STOPPED as err:  # the test program stopped: its current assert fails
             sites.abort(err)
             aborted = True
     return [*sites.records(aborted), {"event": "done"}]
@@ -221,18 +200,20 @@ def run_program(session: Session, tests: Tests, comparison: Comparison, timeout_
 
 def run_stdio(session: Session, tests: Tests, timeout_s: float) -> list[dict]:
     """The records of one program over the stdin/stdout cases: what it printed, or why it did not finish."""
+    loaded = load(session, tests)
+    if "event" in loaded:
+        return [loaded]
     records: list[dict] = []
     for index, stdin in enumerate(tests.inputs):
         try:
             reply = session.request({"op": "stdio", "stdin": stdin}, timeout_s=timeout_s)[0]
         except Ended as err:
-            failure = _ended(err)
-            records.append({"case": index, "error": failure.kind, "detail": failure.detail})
+            records.append(
+                {"case": index, "error": ENDED.get(err.status, err.status.value), "detail": err.reason[:300]}
+            )
             records += [{"case": i, "error": "NotRun"} for i in range(index + 1, len(tests.inputs))]
             break
         error = reply.get("error")
-        if index == 0 and error in ("SyntaxError", "IndentationError", "TabError"):
-            return [{"event": "load_error", "error": error, "detail": ""}]
         code = reply.get("exit_code")
         record: dict = {"case": index, "stdout": str(reply.get("stdout", "")), "exit": code if type(code) is int else 0}
         if error is not None:

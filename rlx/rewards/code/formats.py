@@ -5,32 +5,30 @@ Formats (a row's `test_format` field, else the reward's `format`, else recognise
   MBPP's `test_setup_code` runs first. Also today's `{"input": [args], "output": value}` items with the row's
   `entry_point`, which become `assert entry_point(*args) == value`.
 - `check`: `test` is a program defining `check(candidate)` (HumanEval, MBPP+, EvalPlus) and `entry_point` names
-  the function under test; the checker runs `check(<the candidate's entry_point>)`.
+  the function under test, or is an expression of the candidate's names (LeetCode's `Solution().twoSum`); the
+  checker runs `check(<entry_point>)`. A program of unittest `TestCase` classes instead runs each test method.
 - `stdio`: `tests` is a list of `{"stdin": ..., "stdout": ...}` (or `{"input": ..., "output": ...}` strings
   with no `entry_point`), or APPS's `input_output` ({"inputs": [...], "outputs": [...]}, JSON text or object).
 
-How the completion meets the prompt (`code_from`: the row's field, else the reward's): `completion` (the
-completion alone), `prompt_completion` (the prompt's code followed by the completion: HumanEval's convention;
-the prompt's helpers, e.g. HumanEval/32's `poly`, are also defined for the test program), `fenced` (the last
-```python fenced block of the completion, else all of it).
-
-Every `assert` of a test program is one test: `instrument` rewrites `assert A == B` into a call that compares
-under the reward's semantics and keeps both values, any other `assert T` into one that records T's truth.
+The test program runs as HumanEval's harness runs it (prompt + completion + test, one program): the prompt's
+helpers (rlx.rewards.code.program.prompt_helpers) are defined for it, every other name it reads and does not
+bind is the candidate's, and each `assert` (or unittest assertion) is one test. How the completion meets the
+prompt (`code_from`, the row's field, else the reward's) is decided in the sandbox (rlx.rewards.code.extract):
+`completion`, `prompt_completion` (HumanEval's convention) or `fenced`; with a code prompt, its helpers run
+before the candidate's code in the first and the last.
 `parse` raises RowError with what is wrong; the reward runs it on every row at start (rlx.checks.check_task).
 """
 
 from __future__ import annotations
 
 import ast
-import builtins
 import json
-import re
 from dataclasses import dataclass, field
+
+from rlx.rewards.code.program import Instrument, free_names, harness_calls, prompt_helpers, test_cases
 
 FORMATS = ("asserts", "check", "stdio")
 CODE_FROM = ("completion", "prompt_completion", "fenced")
-BUILTINS = frozenset(dir(builtins))
-FENCE = re.compile(r"```(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL)
 
 
 class RowError(ValueError):
@@ -45,13 +43,16 @@ class Tests:
     labels: list[str]  # one per test: the assert's source, or "case i"
     setup: str = ""
     steps: list[str] = field(default_factory=list)
-    proxies: list[str] = field(default_factory=list)
+    proxies: list[str] = field(default_factory=list)  # names the test reads that are the candidate's globals
+    classes: list[str] = field(default_factory=list)  # classes the setup defines: their objects cross as values
+    preamble: str = ""  # the prompt's helpers, run before the candidate's code (completion / fenced)
+    code_from: str = "completion"
     inputs: list[str] = field(default_factory=list)  # stdio
     outputs: list[str] = field(default_factory=list)  # stdio: kept outside the sandbox
 
 
 def detect(row: dict) -> str:
-    if isinstance(row.get("test"), str) and "entry_point" in row:
+    if isinstance(row.get("test"), str) and ("entry_point" in row or "TestCase" in row["test"]):
         return "check"
     if "input_output" in row:
         return "stdio"
@@ -75,27 +76,9 @@ def _parse_python(source: str, what: str) -> ast.Module:
         raise RowError(f"{what} does not parse: {err.msg} (line {err.lineno})") from None
 
 
-class _Instrument(ast.NodeTransformer):
-    def __init__(self, first: int) -> None:
-        self.site = first
-        self.labels: list[str] = []
-
-    def visit_Assert(self, node: ast.Assert):
-        site, test = self.site, node.test
-        self.site += 1
-        self.labels.append(ast.unparse(node))
-        enter = ast.parse(f"__rlx_enter__({site})").body[0]
-        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
-            args = [ast.Constant(site), test.left, test.comparators[0]]
-            call = ast.Call(ast.Name("__rlx_assert_eq__", ast.Load()), args, [])
-        else:
-            call = ast.Call(ast.Name("__rlx_assert__", ast.Load()), [ast.Constant(site), test], [])
-        return [enter, ast.copy_location(ast.Expr(call), node)]
-
-
 def instrument(tree: ast.Module, first: int = 0) -> tuple[str, list[str]]:
-    """The program with each assert recording its own verdict, and the asserts' source (one label per site)."""
-    transformer = _Instrument(first)
+    """The program with each site recording its own verdict, and the sites' source (one label per site)."""
+    transformer = Instrument(first)
     tree = ast.fix_missing_locations(transformer.visit(tree))
     return ast.unparse(tree), transformer.labels
 
@@ -123,38 +106,21 @@ def _assert_lines(row: dict) -> list[str]:
     return lines
 
 
-def _defined(tree: ast.Module) -> set[str]:
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(node.name)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-        elif isinstance(node, ast.alias):
-            names.add((node.asname or node.name).split(".")[0])
-    return names
-
-
-def _stub(prompt: str) -> str:
-    """The prompt as a program of its own: one that ends in a bare `def f(x):` gets a body."""
-    try:
-        ast.parse(prompt)
-    except SyntaxError:
-        return prompt.rstrip() + "\n    pass\n"
-    return prompt
-
-
-def _setup(row: dict, code_from: str) -> str:
-    parts = []
-    if code_from == "prompt_completion":  # its helpers (HumanEval/32's poly) are the test's too
-        parts.append(_stub(row["prompt"]))
+def _setup(row: dict, code_from: str) -> tuple[str, list[str], str]:
+    """(setup run in the checker, classes it defines, preamble run before the candidate's code)."""
+    helpers, classes = prompt_helpers(row.get("prompt"), _entry_name(row))
     setup = row.get("test_setup_code") or ""
     if not isinstance(setup, str):
         raise RowError("`test_setup_code` must be text")
-    parts.append(setup)
-    source = "\n".join(parts)
-    _parse_python(source, "the prompt and `test_setup_code`" if code_from == "prompt_completion" else "setup")
-    return source
+    tree = _parse_python(setup, "`test_setup_code`")
+    classes += [node.name for node in tree.body if isinstance(node, ast.ClassDef)]
+    preamble = helpers if code_from != "prompt_completion" else ""
+    return helpers + setup + "\n", classes, preamble
+
+
+def _entry_name(row: dict) -> str | None:
+    entry = row.get("entry_point")
+    return entry if isinstance(entry, str) and entry.isidentifier() else None
 
 
 def _assert_step(tree: ast.Module, line: str, site: int) -> str:
@@ -187,46 +153,56 @@ def _call_pairs(row: dict) -> Tests | None:
     return Tests("asserts", labels, steps=steps, proxies=[entry])
 
 
+def _imports(modules: list[str]) -> str:
+    return "".join(f"try:\n    import {name}\nexcept ImportError:\n    pass\n" for name in modules)
+
+
 def _asserts(row: dict, code_from: str) -> Tests:
     if code_from != "prompt_completion" and (quick := _call_pairs(row)) is not None:
         return quick
-    setup = _setup(row, code_from)
-    defined = _defined(ast.parse(setup)) if setup.strip() else set()
+    setup, classes, preamble = _setup(row, code_from)
     steps: list[str] = []
     labels: list[str] = []
-    called: set[str] = set()
-    free: set[str] = set()
+    trees = []
     for line in _assert_lines(row):
         tree = ast.parse(line)
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-                called.add(node.func.id)
-            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                free.add(node.id)
+        trees.append(tree)
         steps.append(_assert_step(tree, line, len(labels)))
         labels.append(line)
-    proxies = sorted(name for name in called - defined - BUILTINS if not name.startswith("__rlx"))
-    if isinstance(row.get("entry_point"), str) and row["entry_point"] not in proxies:
-        proxies.append(row["entry_point"])
-    modules = sorted(free - called - defined - BUILTINS)  # e.g. `math` in `assert math.isclose(f(1), 0.5)`
-    imports = "".join(f"try:\n    import {name}\nexcept ImportError:\n    pass\n" for name in modules)
-    return Tests("asserts", labels, setup=imports + setup, steps=steps, proxies=proxies)
+    modules, proxies = free_names([ast.parse(setup), *trees], set())
+    entry = _entry_name(row)
+    if entry is not None and entry not in proxies:
+        proxies.append(entry)
+    return Tests("asserts", labels, _imports(modules) + setup, steps, proxies, classes, preamble, code_from)
 
 
 def _check(row: dict, code_from: str) -> Tests:
-    entry = row.get("entry_point")
-    if not (isinstance(entry, str) and entry.isidentifier()):
-        raise RowError(f"`entry_point` must name the function under test (got {entry!r:.80})")
     if not isinstance(row["test"], str):
         raise RowError("`test` must be the text of a program defining check(candidate)")
-    tree = _parse_python(row["test"], "`test`")
-    if not any(isinstance(node, ast.FunctionDef) and node.name == "check" for node in tree.body):
-        raise RowError("`test` defines no check(candidate) function")
+    tree = harness_calls(_parse_python(row["test"], "`test`"))
+    cases = test_cases(tree)
+    has_check = any(isinstance(node, ast.FunctionDef) and node.name == "check" for node in tree.body)
+    if not (has_check or cases):
+        raise RowError("`test` defines no check(candidate) function (nor unittest TestCase classes)")
+    entry = row.get("entry_point")
+    if has_check:
+        try:
+            entry_tree = ast.parse(entry, mode="eval") if isinstance(entry, str) else None
+        except SyntaxError:
+            entry_tree = None
+        if entry_tree is None or not isinstance(entry_tree.body, ast.Name | ast.Attribute | ast.Call):
+            raise RowError(f"`entry_point` must name the function under test (got {entry!r:.80})")
+        steps, trees = [f"check({entry})"], [entry_tree]
+    else:
+        steps, trees = [f"__rlx_unittest__({cls}, {method!r})" for cls, method in cases], []
+    setup, classes, preamble = _setup(row, code_from)
     program, labels = instrument(tree)
     if not labels:
         raise RowError("`test`'s check(candidate) has no assert: nothing could fail")
-    setup = _setup(row, code_from) + "\n" + program
-    return Tests("check", labels, setup=setup, steps=[f"check(__rlx_proxy__({entry!r}))"], proxies=[entry])
+    classes += [node.name for node in tree.body if isinstance(node, ast.ClassDef)]
+    modules, proxies = free_names([ast.parse(setup), tree, *trees], set())
+    source = _imports(modules) + setup + program + "\n"
+    return Tests("check", labels, source, steps, proxies, classes, preamble, code_from)
 
 
 def _stdio(row: dict) -> Tests:
@@ -267,15 +243,14 @@ def parse(row: dict, format: str, code_from: str) -> Tests:
     kind = detect(row) if kind == "auto" else kind
     if kind not in FORMATS:
         raise RowError(f"test_format must be one of {('auto', *FORMATS)} (got {kind!r})")
-    return {"asserts": _asserts, "check": _check}[kind](row, code_from) if kind != "stdio" else _stdio(row)
+    tests = {"asserts": _asserts, "check": _check}[kind](row, code_from) if kind != "stdio" else _stdio(row)
+    tests.code_from = code_from
+    return tests
 
 
 def candidate_code(completion: str, row: dict, code_from: str) -> str:
-    """The program the candidate's process runs, by the row's (else the reward's) `code_from`."""
-    code_from = row.get("code_from", code_from)
-    if code_from == "prompt_completion":
+    """The text the candidate's process gets: the prompt and the completion under `prompt_completion` (the row's
+    `code_from`, else the reward's), else the completion, whose code the sandbox picks (rlx.rewards.code.extract)."""
+    if row.get("code_from", code_from) == "prompt_completion":
         return row["prompt"] + completion
-    if code_from == "fenced":
-        blocks = FENCE.findall(completion)
-        return blocks[-1] if blocks else completion
     return completion

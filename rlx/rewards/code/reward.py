@@ -27,8 +27,9 @@ from rlx.rewards.code.formats import CODE_FROM, FORMATS, RowError, Tests, candid
 from rlx.rewards.sandbox.session import Failure, Limits, Sandbox, Session
 
 HARNESS = "rlx.rewards.unit_tests_harness"  # the sandbox's own: load, call, stdio (SANDBOX_API.md)
-MODULES = ("rlx.rewards.sandbox.values",)
+MODULES = ("rlx.rewards.sandbox.values", "rlx.rewards.code.extract")  # copied into the jail for the harness
 log = logging.getLogger(__name__)
+ENDED_STATUS = {"Timeout": Status.TIMEOUT, "MemoryError": Status.OOM, "Violation": Status.VIOLATION}
 
 
 def components(pass_frac: float, valid: bool) -> dict[str, float]:
@@ -156,6 +157,11 @@ class CodeTestsReward:
         details: dict = {"n_tests": len(outcomes), "passed": passed, "tests": outcomes}
         if failures:
             details["first_failure"] = failures[0]
+        ended = next((r for r in records if r.get("event") == "ended"), None)
+        if ended is not None:  # the session ended (even where the test caught that): a labelled zero
+            details["reason"] = f"the candidate's session ended ({ended.get('error')}): {ended.get('detail', '')}"
+            status = ENDED_STATUS.get(str(ended.get("error")), Status.CRASH)
+            return Verdict(0.0, status, components(fraction, False), details)
         if not failures:
             return Verdict(1.0, Status.PASS, components(1.0, True), details)
         errors = {o.get("error") for o in failures}

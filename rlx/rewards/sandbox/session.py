@@ -110,9 +110,19 @@ class Session:
     ) -> tuple[dict, list[bytes]]:
         """Send one request, return the candidate's reply (untrusted plain data); raises Ended only. With
         `timeout_s`, a reply that takes longer ends the session as TIMEOUT (the candidate is stopped)."""
+        self.send(message, blobs)
+        return self.receive(timeout_s)
+
+    def send(self, message: dict, blobs: Sequence[bytes] = ()) -> None:
+        """Send one message without waiting (a request, or the answer to a request of the candidate's own)."""
         if self._ended is not None:
             raise self._ended
         self._jail.send(b"M", frames.pack_message(message, blobs))
+
+    def receive(self, timeout_s: float | None = None) -> tuple[dict, list[bytes]]:
+        """The candidate's next message; raises Ended only (TIMEOUT past `timeout_s`, as `request`)."""
+        if self._ended is not None:
+            raise self._ended
         patience = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
             if patience is not None and patience < self._deadline and not self._jail.ready(patience):
@@ -191,6 +201,12 @@ def _run(
     the jail broke: it is restarted for the next program)."""
     try:
         if not jail.alive:
+            if jail.process is not None:  # it died between two programs (killed, out of memory): say so too
+                log.warning(
+                    "sandbox: jail %d exited between programs (status %s); restarting it",
+                    jail.index,
+                    jail.process.returncode,
+                )
             jail.start()
         elif jail.owes_end:
             jail.settle()

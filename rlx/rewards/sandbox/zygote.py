@@ -266,13 +266,16 @@ class _Session:
         self.tail = (self.tail + chunk)[-OUTPUT_TAIL:]
 
 
-def _warm() -> None:
+def _warm(harness) -> None:
     """Do once here what every candidate would otherwise do first, then freeze the heap. A forked candidate
     pays a page fault for each page it writes (~6 us on a VM): CPython 3.11 builds its ~100 AST types on the
     first compile() of a process (~3 ms a candidate), and a garbage collection walks, and so writes to, every
     object the zygote holds (torch's included); gc.freeze moves them out of the collector's reach."""
     compile("0", "<warm-up>", "exec")
     frames.unpack_message(frames.pack_message({"warm": [1, "up"]}))
+    warm = getattr(harness, "warm", None)  # a harness's own paths, run here: CPython 3.11 rewrites a function's
+    if callable(warm):  # bytecode in place over its first calls (quickening), a fault per page in every candidate
+        warm()
     gc.collect()
     gc.freeze()
 
@@ -289,7 +292,7 @@ def main() -> None:
     for module in config["preload"]:
         importlib.import_module(module)
     jail = _Jail(config)
-    _warm()
+    _warm(jail.harness)
     frames.json_frame(1, b"H", {"ok": True, "pid": os.getpid()})
     while (frame := frames.read_frame(0, CONTROL_CAP)) is not None:
         if frame[0] != b"S":

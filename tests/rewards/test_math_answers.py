@@ -1,0 +1,85 @@
+"""reward=math's reading of answers (rlx.rewards.math_answer): exact rationals, lists as lists, units dropped, rounding
+only to the reference's stated precision; and the recall corpus's confusion matrix under both verifiers."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from rlx.rewards.base import Status
+from rlx.rewards.math import MathReward
+from rlx.rewards.math_answer import Items, Number, Text, decide, read
+from tests.rewards.recall.math_corpus import ADVERSARIAL, HONEST
+
+
+@pytest.mark.parametrize(
+    "answer, value",
+    [
+        ("18446744073709551615", Number(Fraction(2**64 - 1))),  # a float would make it 2^64
+        ("2^{64}-1", Number(Fraction(2**64 - 1))),
+        ("0.1234567", Number(Fraction(1234567, 10**7), 7)),
+        ("\\frac12", Number(Fraction(1, 2))),
+        ("-\\dfrac{3}{4}", Number(Fraction(-3, 4))),
+        ("1{,}000", Number(Fraction(1000))),
+        ("12,345,678.5", Number(Fraction(24691357, 2), 1)),
+        ("1,2,3", Items("", (Number(Fraction(1)), Number(Fraction(2)), Number(Fraction(3))))),
+        ("1,234,5", Items("", (Number(Fraction(1)), Number(Fraction(234)), Number(Fraction(5))))),  # not thousands
+        ("49 cm^2", Number(Fraction(49))),
+        ("49\\text{ cm}^2", Number(Fraction(49))),
+        ("$\\$5.00$", Number(Fraction(5), 2)),
+        ("x = 5", Number(Fraction(5))),
+        ("5 m", Number(Fraction(5))),
+        ("5m", Text("5m")),  # 5 times m
+        ("\\left[0, 1\\right)", Items("[)", (Number(Fraction(0)), Number(Fraction(1))))),
+        ("2^{1000000000}", Text("2^{1000000000}")),  # over the size limit: never evaluated
+    ],
+)
+def test_answers_are_read_as_values(answer, value):
+    assert read(answer) == value
+
+
+@pytest.mark.parametrize(
+    "predicted, reference, same",
+    [
+        ("7.0", "7", True),
+        ("7.4", "7", False),  # an integer reference is exact
+        ("\\frac{1}{3}", "0.33", True),  # |1/3 - 0.33| = 1/300 <= 0.5 * 10^-2
+        ("0.34", "0.33", False),  # as precise as the reference: must equal it
+        ("0.3349", "0.33", True),
+        ("0.336", "0.33", False),  # rounds to 0.34
+        ("0.33", "\\frac{1}{3}", False),  # the reference is exact
+        ("0.1234568", "0.1234567", False),
+        ("3, 2", "2, 3", True),  # bare lists: a set of solutions
+        ("(2, 1)", "(1, 2)", False),  # bracketed: ordered
+        ("\\sqrt{2}", "\\sqrt{2}", True),
+        ("\\sqrt{2}", "\\sqrt2", None),  # text that differs: left to a symbolic verifier
+        ("123", "1,2,3", False),
+    ],
+)
+def test_decide(predicted, reference, same):
+    assert decide(predicted, reference) is same
+
+
+def score(reward: MathReward, pairs: list[tuple[str, str]]) -> list[float]:
+    verdicts = reward([completion for completion, _ in pairs], [{"answer": answer} for _, answer in pairs])
+    assert all(v.status in (Status.PASS, Status.FAIL, Status.FORMAT) for v in verdicts), verdicts
+    return [v.reward for v in verdicts]
+
+
+@pytest.mark.parametrize("verifier", ["exact", "math_verify"])
+def test_recall_corpus_confusion_matrix(verifier, capsys):
+    reward = MathReward(strict=False, verifier=verifier, format_weight=0.0, timeout_s=5)
+    try:
+        honest, adversarial = score(reward, HONEST), score(reward, ADVERSARIAL)
+    finally:
+        reward.close()
+    refused = [pair for pair, r in zip(HONEST, honest, strict=True) if r != 1.0]
+    accepted = [pair for pair, r in zip(ADVERSARIAL, adversarial, strict=True) if r != 0.0]
+    with capsys.disabled():
+        print(
+            f"\nreward=math verifier={verifier}: honest given full credit {len(HONEST) - len(refused)}/{len(HONEST)}, "
+            f"adversarial scored 0 {len(ADVERSARIAL) - len(accepted)}/{len(ADVERSARIAL)}"
+        )
+    assert refused == [] and accepted == []
+    assert len(HONEST) >= 30 and len(ADVERSARIAL) >= 25
