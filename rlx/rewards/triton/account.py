@@ -17,9 +17,9 @@ through; the first other frame decides. Triton's runtime is exempt only where ev
 a kernel launch the harness wrapped is Triton's own (its interpreter copying arguments to the host and back,
 autotune's reset/restore hooks, its benchmarker): a grid callable, a heuristics or prune function, a hook and an
 interpreted kernel body are the program's code and run under the full account. Under
-`reward.torch_in_forward=reference_layers`, an op inside the forward of a module whose exact type the reference
-`Model` instantiates with parameters or buffers of its own (its own class's forward, not overridden on the
-instance; no more instances of a type than the reference builds) is the layer's.
+`reward.torch_in_forward=reference_layers`, an op inside the forward of a torch.nn module whose exact type the
+reference `Model` instantiates (its own class's forward, not overridden on the instance; no more instances of a
+type than the reference builds: rlx.rewards.triton.layers) is the layer's, and the call is counted.
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from rlx.rewards.triton.emulation import HostDevice
 from rlx.rewards.triton.guards import padded
+from rlx.rewards.triton.layers import ALLOCATIONS, VIEWS, Calls, Layers, computes
 from rlx.rewards.triton.tensors import storage_ptr, storage_span
 
 PROGRAM, TRITON, LAYER, HARNESS = "program", "triton", "layer", "harness"
@@ -42,21 +44,6 @@ TRANSPARENT: set[CodeType] = set()  # the harness's own handlers, looked through
 # harness code whose torch calls are its own: the canary padding, reading where a tensor's storage lives
 EXEMPT: set[CodeType] = {padded.__code__, storage_ptr.__code__, storage_span.__code__}
 PLAIN = (torch.Tensor, torch.nn.Parameter, torch.nn.Buffer)
-VIEWS = {
-    "view", "_unsafe_view", "_reshape_alias", "slice", "select", "unsqueeze", "unsqueeze_", "squeeze", "squeeze_",
-    "expand", "permute", "t", "t_", "transpose", "transpose_", "as_strided", "as_strided_", "alias", "detach",
-    "detach_", "unbind", "split", "split_with_sizes", "unsafe_split", "unsafe_split_with_sizes", "narrow",
-    "diagonal", "unfold", "view_as_real", "view_as_complex", "movedim", "real", "imag", "set_", "_neg_view",
-    "_conj", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "is_same_size", "record_stream",
-}  # fmt: skip
-# New storage filled with nothing or with values from Python alone (no tensor's values read): torch.empty,
-# torch.ones, torch.full, torch.arange, torch.tensor([...]) (aten.lift_fresh of what it built from the list).
-ALLOCATIONS = {
-    "empty", "empty_like", "empty_strided", "empty_permuted", "new_empty", "new_empty_strided", "zeros",
-    "zeros_like", "new_zeros", "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "scalar_tensor",
-    "arange", "linspace", "logspace", "eye", "lift_fresh",
-}  # fmt: skip
-FILLS = {("fill_", "Scalar"), ("zero_", "")}
 # What Triton's own launch path may run on the program's tensors (the interpreter's copies to the host and back,
 # autotune's reset_to_zero / restore_value, its benchmarker's cache): views, allocations, copies and zeroing.
 MARSHALLING = VIEWS | ALLOCATIONS | {"copy_", "clone", "zero_", "fill_", "resize_"}
@@ -68,36 +55,6 @@ READERS = {
 ALLOCATORS = {"empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like"}
 ALLOCATORS |= {"new_empty", "new_zeros", "new_ones", "new_full"}
 GUARDED_READERS: dict[str, object] = {}  # name -> the wrapper the harness put on torch.Tensor (launches.py)
-
-
-class Layers:
-    """The layers the reference Model instantiates: each torch.nn type with parameters or buffers (nn.Conv2d,
-    nn.Linear, nn.BatchNorm2d: not the parameter-free nn.ReLU or nn.Dropout, whose compute is what a level-2
-    answer fuses), the code of its own forward, and how many instances the reference builds (a program may run
-    as many of each, not more: extra layers would be torch compute the reference never did)."""
-
-    def __init__(self, counts: dict[type, int]) -> None:
-        self.code: dict[type, CodeType] = {}
-        for kind in counts:
-            code = getattr(getattr(kind, "forward", None), "__code__", None)
-            if isinstance(code, CodeType):
-                self.code[kind] = code
-        self.counts = counts
-
-    def owns(self, frame: FrameType, used: dict[type, set[int]]) -> bool | None:
-        """True: the frame runs an allowed layer's own forward (one of the first `counts[type]` instances this
-        forward ran); False: another module's forward; None: no module's."""
-        module = frame.f_locals.get("self")
-        if not isinstance(module, torch.nn.Module):
-            return None
-        kind = type(module)
-        if self.code.get(kind) is not frame.f_code or "forward" in module.__dict__:
-            return False
-        seen = used.setdefault(kind, set())
-        if id(module) not in seen and len(seen) >= self.counts[kind]:
-            return False
-        seen.add(id(module))
-        return True
 
 
 def origin(frame: FrameType | None, account: Account | None = None) -> str:
@@ -113,6 +70,8 @@ def origin(frame: FrameType | None, account: Account | None = None) -> str:
         if code.co_filename.startswith(TORCH_DIR):
             if layers is not None and account is not None and code.co_name == "forward":
                 owned = layers.owns(frame, account.layers_used)
+                if owned:
+                    account.calls.note(frame, type(frame.f_locals["self"]))
                 if owned is not None:
                     return LAYER if owned else PROGRAM
         elif code not in TRANSPARENT and not code.co_filename.startswith(TRITON_DIR):
@@ -151,6 +110,7 @@ class Account:
         self.refused: list[str] = []
         self.fresh: set[int] = set()
         self.layers_used: dict[type, set[int]] = {}  # the reference-layer instances this forward ran
+        self.calls = Calls()  # the reference-layer calls it made, by type
 
     def refuse(self, what: str, frame: FrameType | None) -> PermissionError:
         if len(self.refused) < 16:
@@ -191,10 +151,8 @@ class DispatchAccount(TorchDispatchMode):
         who = origin(frame, account)
         if who != HARNESS and any(type(t) not in PLAIN for t in _tensors((args, kwargs), [])):
             raise account.refuse(f"aten.{name} on a tensor subclass", frame)
-        if who == PROGRAM and name not in VIEWS and name not in ALLOCATIONS:
-            fill = (name, overload) in FILLS and bool(args) and storage_ptr(args[0]) in account.fresh
-            if not fill:
-                raise account.refuse(f"aten.{name}.{overload}" if overload else f"aten.{name}", frame)
+        if who == PROGRAM and computes(name, overload, args, account.fresh):
+            raise account.refuse(f"aten.{name}.{overload}" if overload else f"aten.{name}", frame)
         if who == TRITON and name not in MARSHALLING:
             raise account.refuse(f"aten.{name} in Triton's launch path", frame)
         result = func(*args, **kwargs)
@@ -229,3 +187,4 @@ class CallGuard(TorchFunctionMode):
 
 
 TRANSPARENT |= {DispatchAccount.__torch_dispatch__.__code__, CallGuard.__torch_function__.__code__}
+TRANSPARENT.add(HostDevice.__torch_function__.__code__)  # the emulated device's argument mapping

@@ -4,7 +4,8 @@ checker's requests with plain data. It holds nothing secret: what it is sent is 
 reference (program: the task file; a Sandbox of its own, never used for a candidate): {"op": "load", "mode":
 "reference", "init_seed", "device"} builds `Model`; {"op": "draw", "trial", "seed"} draws that trial's inputs
 (`get_inputs` after `torch.manual_seed(seed)`), runs Model and replies with a ReferenceTrial: inputs and
-output as bytes. The seeds reach only this process.
+output as bytes, and its torch.nn layer calls (rlx.rewards.triton.layers.LayerCalls). The seeds reach only this
+process.
 candidate (program: the completion; the load request carries the task file): {"op": "load", "mode":
 "candidate", "task", "init_seed", "device", "torch_in_forward"} builds ModelNew (the program runs with
 rlx.rewards.triton.launches' builtins, its source registered for Triton's `inspect`); under
@@ -12,9 +13,11 @@ rlx.rewards.triton.launches' builtins, its source registered for Triton's `inspe
 {"op": "forward", "trial", "inputs"} copies the inputs into canary-padded buffers, runs forward under the
 runtime account (rlx.rewards.triton.account) and replies with a CandidateTrial: the output's bytes
 (rlx.rewards.triton.tensors.encode_output: exactly a torch.Tensor, not an input's memory), whether a launched
-kernel was given its storage, and the in-process facts. Nothing here draws inputs, so torch's RNG state
-(seeded with the public `init_seed` before the model is built, as KernelBench seeds both models alike) says
-nothing about them.
+kernel was given its storage, and the in-process facts (kernel accesses outside their launch's tensors:
+rlx.rewards.triton.memory). Nothing here draws inputs, so torch's RNG state (seeded with the public `init_seed`
+before the model is built, as KernelBench seeds both models alike) says nothing about them.
+Under TRITON_INTERPRET (a CPU) both modes install the CUDA-on-host emulation before any task or program code runs
+(rlx.rewards.triton.emulation), and hold its device mode while that code runs.
 Both: {"op": "time", "repeats", "seed" | "inputs"} -> a Timing (CUDA only). A load reply is {"ok": true},
 {"error", "detail"} or {"violation"}. The comparison runs in the checker (rlx.rewards.triton.reward).
 """
@@ -29,9 +32,11 @@ from collections.abc import Callable
 
 import torch
 
-from rlx.rewards.triton.account import Account, CallGuard, DispatchAccount, Layers
+from rlx.rewards.triton import emulation
+from rlx.rewards.triton.account import Account, CallGuard, DispatchAccount
 from rlx.rewards.triton.guards import canaries_intact, padded
-from rlx.rewards.triton.launches import CANDIDATE_FILE, Launches, Session, candidate_builtins, install
+from rlx.rewards.triton.launches import CANDIDATE_FILE, Launches, Session, candidate_builtins, install, interpreting
+from rlx.rewards.triton.layers import LayerCalls, Layers
 from rlx.rewards.triton.records import CandidateTrial, Launch, ReferenceTrial, Timing
 from rlx.rewards.triton.tensors import (
     NotATensor,
@@ -109,6 +114,8 @@ _warm()
 def serve(program: str, receive, send) -> None:
     session = Session()
     install(session)
+    if interpreting():  # before any task or program code: the interpreter's device is CUDA on host memory
+        emulation.install()
     state: dict = {}
     while (request := receive()) is not None:
         message = request[0]
@@ -129,75 +136,83 @@ def serve(program: str, receive, send) -> None:
         send(reply)
 
 
-def _reference_layers(namespace: dict) -> Layers:
-    """The torch.nn layers the task's Model instantiates: per type with parameters or buffers of its own, how
-    many (its own class, containers and parameter-free modules aside)."""
-    model = namespace["Model"](*namespace["get_init_inputs"]())
-    counts: dict[type, int] = {}
-    for module in model.modules() if isinstance(model, torch.nn.Module) else ():
-        own = [*module.parameters(recurse=False), *module.buffers(recurse=False)]
-        if type(module).__module__.startswith("torch.nn.") and own:
-            counts[type(module)] = counts.get(type(module), 0) + 1
-    return Layers(counts)
+def _init_inputs(task: dict, seed: int) -> list:
+    """The constructor's arguments as KernelBench makes them: the task's own `get_init_inputs` after the seed."""
+    torch.manual_seed(seed)
+    return list(task["get_init_inputs"]())
 
 
 def _load(program: str, message: dict, state: dict, session: Session | None = None) -> dict:
-    candidate, device = message["mode"] == "candidate", message["device"]
-    namespace: dict = {"__name__": "__task__"}
+    """Builds the model (after the seed, as the reference is built). The task's names (`Model`, `get_inputs`,
+    `get_init_inputs`, its constants) are read from the task's own namespace, captured before the program runs:
+    the program runs in a copy of it, so rebinding one of them changes only the program's copy, never the
+    constructor's arguments, the reference's layers, or what the task's functions read."""
+    candidate, device, seed = message["mode"] == "candidate", message["device"], message["init_seed"]
+    task: dict = {"__name__": "__task__"}
     layers = None
     try:
-        exec(compile(message["task"] if candidate else program, "<task>", "exec"), namespace)
-        if candidate:
-            if message.get("torch_in_forward", "kernels_only") not in MODES:
-                return {"error": "BadRequest", "detail": f"torch_in_forward {message.get('torch_in_forward')!r}"}
-            if message.get("torch_in_forward") == "reference_layers":
-                layers = _reference_layers(namespace)
-            namespace = {**namespace, "__name__": "__candidate__", "__builtins__": candidate_builtins()}
-            linecache.cache[CANDIDATE_FILE] = (len(program), None, program.splitlines(True), CANDIDATE_FILE)
-            exec(compile(program, CANDIDATE_FILE, "exec"), namespace)
-        cls = namespace["ModelNew" if candidate else "Model"]
-        torch.manual_seed(message["init_seed"])
-        model = cls(*namespace["get_init_inputs"]())
-        if hasattr(model, "to"):
-            model = model.to(device)
+        with emulation.emulating():
+            exec(compile(message["task"] if candidate else program, "<task>", "exec"), task)
+            build, init = task["Model"], _init_inputs(task, seed)
+            if candidate:
+                if message.get("torch_in_forward", "kernels_only") not in MODES:
+                    return {"error": "BadRequest", "detail": f"torch_in_forward {message.get('torch_in_forward')!r}"}
+                if message.get("torch_in_forward") == "reference_layers":
+                    layers = Layers.of(build(*init))
+                    init = _init_inputs(task, seed)
+                namespace = {**task, "__name__": "__candidate__", "__builtins__": candidate_builtins()}
+                linecache.cache[CANDIDATE_FILE] = (len(program), None, program.splitlines(True), CANDIDATE_FILE)
+                if session is not None:
+                    session.faults.clear()
+                exec(compile(program, CANDIDATE_FILE, "exec"), namespace)
+                build = namespace["ModelNew"]
+            torch.manual_seed(seed)
+            model = build(*init)
+            if hasattr(model, "to"):
+                model = model.to(device)
     except MemoryError:
         raise
     except BaseException as err:  # noqa: BLE001 - SystemExit included: exiting early loads nothing
+        if session is not None and session.faults:
+            return {"violation": session.faults[0]}
         return {"error": _name(err).split(":")[0], "detail": _name(err)}
     if not _modes_clean():
         return {"violation": "torch mode left active after loading the program"}
     if candidate and session is not None and (changed := session.changed_class()):
         return {"violation": f"the program changed {changed} (monkeypatching a library)"}
-    state.update(model=model, namespace=namespace, device=device, mode=message["mode"], layers=layers)
+    if candidate and session is not None and session.faults:
+        return {"violation": session.faults[0]}
+    state.update(model=model, task=task, device=device, mode=message["mode"], layers=layers)
     return {"ok": True}
 
 
 def _draw(message: dict, state: dict) -> dict:
-    device = state["device"]
-    torch.manual_seed(message["seed"])
-    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in state["namespace"]["get_inputs"]()]
-    output, error = None, None
+    device, model = state["device"], state["model"]
     try:
-        encoded = [_encode_input(x) for x in inputs]
-        with torch.no_grad():
-            result = state["model"](*inputs)
+        with emulation.emulating():
+            torch.manual_seed(message["seed"])
+            inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in state["task"]["get_inputs"]()]
+            encoded = [_encode_input(x) for x in inputs]
+            with torch.no_grad(), LayerCalls(model) as calls:
+                result = model(*inputs)
         output = encode_tensor(result) if isinstance(result, torch.Tensor) else None
         error = None if output is not None else f"forward returned {type(result).__name__}, not a tensor"
     except MemoryError:
         raise
     except BaseException as err:  # noqa: BLE001
         return {"trial": message["trial"], "inputs": [], "error": _name(err)}
-    return ReferenceTrial(message["trial"], tuple(encoded), output, error).to_json()
+    trial = ReferenceTrial(message["trial"], tuple(encoded), output, error, calls.calls.by_type, calls.outside)
+    return trial.to_json()
 
 
 @contextlib.contextmanager
 def _accounted(session: Session, account: Account, launches: Launches):
     """The forward's account and launch record, current while it runs (no garbage collection meanwhile: a
-    finaliser of the program's would run where the account is already gone)."""
+    finaliser of the program's would run where the account is already gone), over the emulated device."""
     session.account, session.launches = account, launches
     gc.disable()
     try:
-        with torch.no_grad(), CallGuard(account), DispatchAccount(account):
+        with emulation.emulating(), torch.no_grad(), CallGuard(account), DispatchAccount(account):
             yield
     finally:
         session.account, session.launches = None, None
@@ -215,6 +230,7 @@ def _forward(message: dict, state: dict, session: Session) -> CandidateTrial:
     before = [_clone(x) if isinstance(x, torch.Tensor) else x for x in inputs]
     account, launches = Account(registry, state["layers"]), Launches()
     encoded, error, violation, from_kernel = None, None, None, False
+    session.faults.clear()
     try:
         with _accounted(session, account, launches):
             output = model(*inputs)
@@ -252,6 +268,8 @@ def _forward(message: dict, state: dict, session: Session) -> CandidateTrial:
         canaries_ok=clean and canaries_intact(registry),
         inputs_unchanged=unchanged,
         output_from_kernel=from_kernel,
+        out_of_bounds=tuple(session.faults),
+        layer_calls=dict(account.calls.by_type),
     )
 
 
@@ -262,7 +280,7 @@ def _timing(message: dict, state: dict, session: Session) -> Timing:
         inputs = [_decode_input(x, device) for x in message["inputs"]]
     else:
         torch.manual_seed(message["seed"])
-        inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in state["namespace"]["get_inputs"]()]
+        inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in state["task"]["get_inputs"]()]
     account = Account([], state["layers"]) if state["mode"] == "candidate" else None
     launches = Launches()
 

@@ -21,14 +21,17 @@ account exempts (rlx.rewards.triton.account).
 On a CPU (TRITON_INTERPRET=1), Triton has no driver and its autotuner cannot benchmark ("0 active drivers"):
 `InterpreterDriver` answers for it. Its benchmarker times nothing and reports every config alike, so the
 autotuner keeps the first config left after `prune_configs_by` (early_config_prune, perf_model), and its
-reset_to_zero / restore_value hooks run as on a GPU. `get_active_torch_device()` is the CPU,
-`get_current_target()` the backend "cpu", and `utils.get_device_properties()` nominal values (NOMINAL_DEVICE);
+reset_to_zero / restore_value hooks run as on a GPU. `get_active_torch_device()` is the emulated cuda:0 whose
+memory is the host's (rlx.rewards.triton.emulation), `get_current_target()` CUDA sm_90, and
+`utils.get_device_properties()` nominal values (NOMINAL_DEVICE);
 `kernel.warmup(...)` (which the interpreter lacks) returns a handle with nominal compiled metadata whose
 `handle[grid](...)` launches the interpreted kernel, so host code that sizes persistent grids from occupancy
 (Triton's tutorial 02) runs as written. A Python float passed to a kernel reaches its body as an fp32 scalar
 tensor, as a compiled kernel receives it (Triton 3.9's interpreter passes it on as a bare float, on which
 Liger-Kernel's `eps.to(tl.float32)` fails). None of these numbers can change a result a correct kernel computes;
-speed is not measured on a CPU. On a GPU nothing here changes how Triton compiles, launches or benchmarks.
+speed is not measured on a CPU. Every load, store and atomic of an interpreted kernel is bounds-checked against
+the storages of its launch's tensors (rlx.rewards.triton.memory). On a GPU nothing here changes how Triton
+compiles, launches or benchmarks.
 """
 
 from __future__ import annotations
@@ -43,7 +46,8 @@ from types import CodeType
 
 import torch
 
-from rlx.rewards.triton import account
+from rlx.rewards.triton import account, libdevice, memory
+from rlx.rewards.triton.emulation import DEVICE
 from rlx.rewards.triton.tensors import storage_ptr
 from rlx.rewards.triton.vocabulary import BANNED_BUILTINS, IMPORTS, importable
 
@@ -72,6 +76,8 @@ class Session:
         self.launches: Launches | None = None
         self.kernel_codes: set[CodeType] = set()  # bodies of kernels running or called from one
         self.classes: dict[type, dict[str, object]] = {}
+        self.spans = None  # the storages the running interpreted launch may touch (rlx.rewards.triton.memory)
+        self.faults: list[str] = []  # out-of-bounds accesses refused since the harness last read them
 
     def changed_class(self) -> str | None:
         """The first attribute of a watched class the program set, replaced or deleted (monkeypatching), or None."""
@@ -152,7 +158,11 @@ def install(session: Session) -> None:
                 _note(launches, session, self, args, kwargs)
             if isinstance(self, interpreter.InterpretedFunction) and callable(kwargs.get("grid")):
                 kwargs["grid"] = _grid(self, args, kwargs)
-            return _original(self, *args, **kwargs)
+            outer = session.spans
+            try:
+                return _original(self, *args, **kwargs)
+            finally:
+                session.spans = outer  # this launch's storages end with it
 
         cls.run = run
         account.ROOTS.add(run.__code__)
@@ -180,10 +190,12 @@ def install(session: Session) -> None:
     _guard_readers(session)
     watched = [torch.Tensor, torch.nn.Module, torch.nn.Parameter, torch.UntypedStorage, torch.autograd.Function]
     watched += [jit.JITFunction, jit.KernelInterface, interpreter.InterpretedFunction, interpreter.GridExecutor]
-    watched += [autotuner.Autotuner, autotuner.Heuristics, autotuner.Config]
-    if _interpreting():
+    watched += [autotuner.Autotuner, autotuner.Heuristics, autotuner.Config, interpreter.InterpreterBuilder]
+    if interpreting():
         from triton.runtime.driver import driver
 
+        memory.install(session)
+        libdevice.install()
         driver.set_active(_interpreter_driver())
         interpreter.InterpretedFunction.warmup = lambda self, *args, grid, **kwargs: _WarmedKernel(self, kwargs)
         interpreter._implicit_cvt = _floats_as_fp32(interpreter._implicit_cvt)
@@ -236,7 +248,7 @@ def _floats_as_fp32(convert):
     return implicit_cvt
 
 
-def _interpreting() -> bool:
+def interpreting() -> bool:
     # optional dependency: triton (Linux only)
     import triton
 
@@ -299,10 +311,19 @@ def _interpreter_driver():
             raise NotImplementedError("no compiled launcher under TRITON_INTERPRET")
 
         def get_current_target(self):
-            return GPUTarget("cpu", 0, 32)
+            return GPUTarget("cuda", 90, 32)  # the emulated device: an H100-like SM (rlx.rewards.triton.emulation)
 
         def get_active_torch_device(self):
-            return torch.device("cpu")
+            return DEVICE  # the emulated CUDA device whose memory is the host's (rlx.rewards.triton.emulation)
+
+        def get_current_device(self):
+            return 0
+
+        def set_current_device(self, device):
+            return None
+
+        def get_current_stream(self, device=None):
+            return 0
 
         def get_benchmarker(self):
             return alike

@@ -2,17 +2,18 @@
 the record's shape (never an exception in the trainer, whatever the candidate wrote).
 
 ReferenceTrial (the reference run: only the task file runs there): the trial's inputs, drawn in that process
-from seeds the candidate's process never sees, and the reference's output. CandidateTrial: what the
-candidate's forward returned on those inputs, sent to it as bytes, plus the harness's in-process facts
-(launches and the kernels launched, refused torch operations and launches, whether a launched kernel was given
-the output's storage, canaries, inputs unchanged, and `violation`: an output that is not a plain tensor, or a
-torch mode left active). Tensors cross as rlx.rewards.triton.tensors encodings.
+from seeds the candidate's process never sees, the reference's output, and its torch.nn layer calls (whether it
+computes anything outside them). CandidateTrial: what the candidate's forward returned on those inputs, sent to
+it as bytes, plus the harness's in-process facts (launches and the kernels launched, refused torch operations and
+launches, whether a launched kernel was given the output's storage, canaries, kernel accesses outside their
+launch's tensors, inputs unchanged, the reference-layer calls it made, and `violation`: an output that is not a
+plain tensor, or a torch mode left active). Tensors cross as rlx.rewards.triton.tensors encodings.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 def _text(value: object) -> str | None:
@@ -38,26 +39,37 @@ def _is_input(value: object) -> bool:
     return type(value.get("value")) in (int, float, bool)
 
 
+def _is_counts(value: object) -> bool:
+    """{"torch.nn.modules.conv.Conv2d": 2, ...}: module calls by type."""
+    return isinstance(value, dict) and all(isinstance(k, str) and type(v) is int for k, v in value.items())
+
+
 @dataclass(frozen=True)
 class ReferenceTrial:
+    """`calls`: the reference forward's torch.nn layer calls by type; `outside`: whether any op that computes ran
+    outside them (rlx.rewards.triton.layers.LayerCalls)."""
+
     trial: int
     inputs: tuple[dict, ...]
     output: dict | None = None
     error: str | None = None
+    calls: dict[str, int] = field(default_factory=dict)
+    outside: bool = True
 
     def to_json(self) -> dict:
-        out = {"trial": self.trial, "inputs": list(self.inputs)}
+        out = {"trial": self.trial, "inputs": list(self.inputs), "calls": self.calls, "outside": self.outside}
         out = out if self.output is None else {**out, "output": self.output}
         return out if self.error is None else {**out, "error": self.error}
 
     @classmethod
     def parse(cls, record: dict) -> ReferenceTrial | None:
         trial, inputs, output = record.get("trial"), record.get("inputs"), record.get("output")
+        calls, outside = record.get("calls", {}), record.get("outside", True)
         if type(trial) is not int or not isinstance(inputs, list) or not all(map(_is_input, inputs)):
             return None
-        if not (output is None or _is_tensor(output)):
+        if not (output is None or _is_tensor(output)) or not _is_counts(calls) or type(outside) is not bool:
             return None
-        return cls(trial, tuple(inputs), output, _text(record.get("error")))
+        return cls(trial, tuple(inputs), output, _text(record.get("error")), dict(calls), outside)
 
 
 @dataclass(frozen=True)
@@ -87,6 +99,8 @@ class CandidateTrial:
     canaries_ok: bool = False
     inputs_unchanged: bool = False
     output_from_kernel: bool = False
+    out_of_bounds: tuple[str, ...] = ()  # kernel accesses refused outside their launch's tensors
+    layer_calls: dict[str, int] = field(default_factory=dict)  # reference-layer calls by type (reference_layers)
 
     def to_json(self) -> dict:
         out: dict = {"trial": self.trial}
@@ -102,6 +116,8 @@ class CandidateTrial:
             "canaries_ok": self.canaries_ok,
             "inputs_unchanged": self.inputs_unchanged,
             "output_from_kernel": self.output_from_kernel,
+            "out_of_bounds": list(self.out_of_bounds),
+            "layer_calls": self.layer_calls,
         }
 
     @classmethod
@@ -111,6 +127,7 @@ class CandidateTrial:
         count, launches, refused = record.get("launch_count", 0), record.get("launches", []), record.get("refused", [])
         canaries_ok, unchanged = record.get("canaries_ok", False), record.get("inputs_unchanged", False)
         kernels, from_kernel = record.get("kernels", []), record.get("output_from_kernel", False)
+        out_of_bounds, layer_calls = record.get("out_of_bounds", []), record.get("layer_calls", {})
         if (
             type(trial) is not int
             or not (output is None or _is_tensor(output))
@@ -123,6 +140,8 @@ class CandidateTrial:
             or type(from_kernel) is not bool
             or not isinstance(kernels, list)
             or not all(map(_is_key, kernels))
+            or not (isinstance(out_of_bounds, list) and all(isinstance(r, str) for r in out_of_bounds))
+            or not _is_counts(layer_calls)
         ):
             return None
         parsed = []
@@ -145,6 +164,8 @@ class CandidateTrial:
             canaries_ok,
             unchanged,
             from_kernel,
+            tuple(out_of_bounds),
+            dict(layer_calls),
         )
 
 

@@ -23,9 +23,15 @@ Checks, each with its own label in `details["checks"]`:
                   forward of the reference Model's own layer types), Triton's own argument marshalling is exempt;
                   a launch that carries a non-tensor pointer or a tensor constexpr, or a kernel called as Python,
                   fails it too;
+  kernels_compute under reference_layers, where the reference computes nothing outside its torch.nn layers (its
+                  own record, rlx.rewards.triton.layers), the program did not run every one of its layer calls
+                  (that would leave a kernel nothing but a copy);
   kernel_output   the returned tensor's storage was passed to a kernel launched during the forward;
   plain_output    forward returned exactly a torch.Tensor, not an input's memory, and left no torch mode on;
-  in_bounds, inputs_unchanged   canary padding around every buffer, inputs compared after the call;
+  in_bounds       under TRITON_INTERPRET every kernel load, store and atomic lay inside its launch's tensors
+                  (rlx.rewards.triton.memory: an access outside is never made), and the canary padding around
+                  every buffer is intact;
+  inputs_unchanged   inputs compared after the call;
   correct         all trials match the reference: exact dtype and shape, finite, KernelBench atol = rtol
                   (1e-4 fp32, 1e-2 fp16/bf16), compared here on decoded bytes;
   speedup         GPU only: reference and candidate timed by the harness with CUDA events after warm-up,
@@ -56,14 +62,34 @@ from rlx.rewards.unit_tests import extract_code
 
 HARNESS = "rlx.rewards.triton.harness"
 MODULES = tuple(
-    f"rlx.rewards.triton.{m}" for m in ("account", "guards", "launches", "records", "tensors", "vocabulary")
+    f"rlx.rewards.triton.{m}"
+    for m in (
+        "account",
+        "emulation",
+        "guards",
+        "launches",
+        "layers",
+        "libdevice",
+        "memory",
+        "records",
+        "tensors",
+        "vocabulary",
+    )
 )
 TORCH_IN_FORWARD = ("kernels_only", "reference_layers")
 PACKAGES = ("torch", "triton", "numpy")
 # Public: the models' weights are initialised alike (KernelBench seeds both); the trial inputs do not come from
 # it, nor from anything else in the candidate's process.
 INIT_SEED = 0
-RUNTIME_CHECKS = ("launched", "no_fallback", "kernel_output", "plain_output", "in_bounds", "inputs_unchanged")
+RUNTIME_CHECKS = (
+    "launched",
+    "no_fallback",
+    "kernels_compute",
+    "kernel_output",
+    "plain_output",
+    "in_bounds",
+    "inputs_unchanged",
+)
 ZERO = {"valid": 0.0, "compiled": 0.0, "correct": 0.0, "fast_1": 0.0, "plan": 0.0}
 FORMAT_ERRORS = ("SyntaxError", "IndentationError", "TabError")
 Outcome = dict | Failure  # a session's replies ({"load": reply} or {"trials": [...], "timing": ...}), or its end
@@ -79,6 +105,16 @@ def reference_trials(reference: Outcome) -> dict[int, ReferenceTrial] | str:
     if not found or any(t.output is None for t in found.values()):
         return "its forward returned no tensor"
     return found
+
+
+def runs_every_layer_call(reference: ReferenceTrial, candidate: CandidateTrial) -> bool:
+    """Whether the program ran, itself, every torch.nn layer call of a reference that computes nothing outside
+    its layers (reward.torch_in_forward=reference_layers): then the layers made the whole answer, and a kernel at
+    most copied it. A reference with any compute outside its layers leaves that to kernels, whatever the program
+    keeps."""
+    if reference.outside or not reference.calls or not candidate.layer_calls:
+        return False
+    return all(candidate.layer_calls.get(kind, 0) >= count for kind, count in reference.calls.items())
 
 
 def _load_failure(reply: dict) -> tuple[Status, str]:
@@ -138,9 +174,12 @@ def decide(
         **checks,
         "launched": all(launched(r) for r in got),
         "no_fallback": not any(r is not None and r.refused for r in got),
+        "kernels_compute": not any(
+            r is not None and runs_every_layer_call(expected[t], r) for t, r in zip(sorted(expected), got, strict=True)
+        ),
         "kernel_output": all(r is not None and r.output_from_kernel for r in got),
         "plain_output": not any(r is not None and r.violation for r in got),
-        "in_bounds": all(r is not None and r.canaries_ok for r in got),
+        "in_bounds": all(r is not None and r.canaries_ok and not r.out_of_bounds for r in got),
         "inputs_unchanged": all(r is not None and r.inputs_unchanged for r in got),
         "compiled": not errors,
         "correct": all(ok for ok, _ in comparisons),
@@ -152,6 +191,11 @@ def decide(
     details = {
         "checks": checks,
         "refused": sorted({x for r in got if r is not None for x in r.refused})[:6],
+        **(
+            {"out_of_bounds": faults[:3]}
+            if (faults := [x for r in got if r is not None for x in r.out_of_bounds])
+            else {}
+        ),
         **({"foreign_kernels": sorted(f"{n}@{line}" for n, line in foreign)[:3]} if foreign else {}),
         "errors": errors[:3],
         "mismatch": [why for ok, why in comparisons if not ok][:3],
@@ -168,7 +212,7 @@ def decide(
         "fast_1": float(bool(valid and correct and speedup is not None and speedup > 1.0)),
         "plan": 0.0,
     }
-    if not checks["compiled"] and checks["no_fallback"] and checks["plain_output"]:
+    if not checks["compiled"] and checks["no_fallback"] and checks["plain_output"] and checks["in_bounds"]:
         return Verdict(0.0, Status.CRASH, {**components, "valid": 0.0}, {**details, "reason": "forward raised"})
     if not valid:
         failed = [k for k in RUNTIME_CHECKS if not checks[k]]
