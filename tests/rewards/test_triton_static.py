@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
 import symtable
 
 import pytest
 
 from rlx.rewards.triton.scopes import CLASS, Scope, Scopes
-from rlx.rewards.triton.static import static_checks
+from rlx.rewards.triton.static import static_checks, task_names
 
 CORPUS = pathlib.Path(__file__).parent / "recall" / "triton"
 PROGRAMS = sorted((CORPUS / "honest").glob("*.py")) + sorted((CORPUS / "attacks").glob("*.py"))
@@ -95,7 +96,9 @@ def test_scopes_resolve_every_name_as_symtable_does(source):
 
 @pytest.mark.parametrize("path", sorted((CORPUS / "honest").glob("*.py")), ids=lambda p: p.stem)
 def test_honest_corpus_passes_the_static_check(path):
-    result = static_checks(path.read_text())
+    task = re.search(r"^# task: (\w+)$", path.read_text(), re.M)
+    assert task is not None, path
+    result = static_checks(path.read_text(), *task_names((CORPUS / "tasks" / f"{task.group(1)}.py").read_text()))
     assert all(result.checks.values()) and not result.reason, result.reason
 
 
@@ -117,6 +120,13 @@ ACCEPTED = {
     ),
     "constexpr_global": "_MODE: tl.constexpr = tl.constexpr(1)\n" + MODEL,
     "task_name_rebound_at_top": "class Model(nn.Module):\n    pass\n" + MODEL + "\nm = Model()\n",
+    "task_names_read": MODEL + "\ndef f():\n    return Model(), get_inputs(), get_init_inputs()\n",
+    "language_function_alias": "from triton.language.extra import libdevice\ntriton_tanh = libdevice.tanh\n"
+    + MODEL
+    + "@triton.jit\ndef k(x):\n    tl.store(x, triton_tanh(tl.load(x)))\n",
+    "jit_called_on_a_def": MODEL + "def k(x):\n    tl.store(x, tl.load(x))\n\n\nk = triton.jit(k)\n",
+    "guarded_refused_import_binds_nothing": "try:\n    import torch.distributed.tensor\nexcept ImportError:\n"
+    "    pass\n" + MODEL,
 }
 
 
@@ -146,7 +156,12 @@ REFUSED = {
     "dunder_walk": (MODEL + "c = ().__class__.__base__\n", "__base__"),
     "frame_attribute": (MODEL + "g = (i for i in ()).gi_frame\n", "gi_frame"),
     "interpreter_global": (MODEL + "b = interpreter_builder\n", "interpreter"),
-    "task_reference": (MODEL + "def f():\n    return Model()\n", "the task's Model"),
+    "language_function_called_on_host": (
+        "from triton.language.extra import libdevice\ntriton_tanh = libdevice.tanh\n"
+        + MODEL
+        + "y = libdevice.tanh(1.0)\n",
+        "outside a kernel",
+    ),
     "monkeypatch_library": (MODEL + "T = torch.Tensor\nT.tolist = None\n", "module-level"),
     "dunder_method": (MODEL + "class D(nn.Module):\n    def __del__(self):\n        pass\n", "__del__"),
     "metaclass_keyword": (MODEL + "class E(nn.Module, metaclass=type):\n    pass\n", "metaclass"),
@@ -178,6 +193,25 @@ def test_kernels_are_known_by_the_decorator_their_import_holds():
     assert result.kernels == {("_copy_kernel", 6)}  # the first decorator's line, as the code object reports it
     alias = HEAD.replace("import triton\n", "import triton\nfrom triton import jit\n") + "@jit\ndef k(x):\n pass\n"
     assert static_checks(alias).kernels == {("k", 6)}
+
+
+def test_the_task_s_imports_are_not_the_program_s_and_its_classes_may_be_subclassed():
+    task = "import numpy as npy\nimport torch.nn as nn\nROWS = 4\n\n\nclass Model(nn.Module):\n    pass\n\n\n"
+    task += "def get_inputs():\n    return []\n"
+    readable, reserved, classes = task_names(task)
+    assert readable == {"ROWS", "Model", "get_inputs"} and reserved == {"npy", "nn"} and classes == {"Model"}
+    uses_np = static_checks(HEAD + KERNEL + MODEL + "z = npy.zeros(3)\n", readable, reserved, classes)
+    assert not uses_np.checks["vocabulary"] and "the task's import npy" in uses_np.reason
+    subclass = MODEL.replace("class ModelNew(nn.Module):", "class ModelNew(Model):")
+    assert static_checks(HEAD + KERNEL + subclass, readable, reserved, classes).checks["vocabulary"]
+    assert not static_checks(HEAD + KERNEL + subclass).checks["vocabulary"]  # no task: Model is nothing known
+
+
+def test_a_kernel_made_by_calling_triton_jit_is_a_kernel():
+    program = HEAD + "def k(x):\n    tl.store(x, tl.load(x))\n\n\nk = triton.jit(k)\n"
+    assert static_checks(program).kernels == {("k", 5)}
+    inside = HEAD + "def k(x):\n    import os\n    tl.store(x, tl.load(x))\n\n\nk = triton.jit(k)\n"
+    assert "inside a kernel" in static_checks(inside).reason  # and its body is checked as a kernel's
 
 
 def test_hostile_text_never_raises():

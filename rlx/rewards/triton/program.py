@@ -130,7 +130,9 @@ class Program:
 
     def held(self, node: ast.AST) -> list[Held | None]:
         """What an expression `a.b.c` can hold when its root is a name bound by an import (one entry per such
-        import; None for an import that does not resolve). [] when no import binds the root."""
+        import; None where the path does not resolve). [] when no import binds the root. An import the program
+        may not make never binds (refused where it stands, or failing at run time where a failed import is
+        caught: `try: import torch.distributed.tensor` binds no `torch`)."""
         chain: list[str] = []
         while isinstance(node, ast.Attribute):
             chain.insert(0, node.attr)
@@ -141,7 +143,22 @@ class Program:
         for binding in self.bindings(node)[1]:
             if isinstance(binding, (ast.Import, ast.ImportFrom)):
                 base = self.import_path(binding, node.id)
-                out.append(None if base is None else lookup(".".join([base, *chain])))
+                if base is not None:
+                    out.append(lookup(".".join([base, *chain])))
+        return out
+
+    def aliases(self, name: ast.Name) -> list[Held]:
+        """What a name holds where every binding of it is a plain alias of an import's object (`triton_tanh =
+        libdevice.tanh`, `triton_cast = tl.cast`); [] where any binding is something else."""
+        out: list[Held] = []
+        for binding in self.bindings(name)[1] if id(name) in self.scopes.of else []:
+            parent = self.parents.get(id(binding))
+            if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and parent.targets[0] is binding):
+                return []
+            held = self.held(parent.value)
+            if not held or any(h is None for h in held):
+                return []
+            out += [h for h in held if h is not None]
         return out
 
     def import_path(self, node: ast.Import | ast.ImportFrom, name: str) -> str | None:
@@ -220,18 +237,33 @@ class Program:
 
     def is_kernel(self, node: ast.AST) -> bool:
         """Whether some decorator of a def can be triton.jit (as its import holds it, or a module-level name
-        assigned from it: `jit = triton.jit`), called or not."""
+        assigned from it: `jit = triton.jit`), called or not, or a module-level def is rebound as
+        `name = triton.jit(name)`."""
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return False
         for decorator in node.decorator_list:
             target = decorator.func if isinstance(decorator, ast.Call) else decorator
-            if self._holds_jit(target):
+            if self._jit(target):
                 return True
-            if isinstance(target, ast.Name):
-                assigned = [b for b in self.bindings(target)[1] if isinstance(b, ast.Name)]
-                values = [self.parents.get(id(b)) for b in assigned]
-                if any(isinstance(v, ast.Assign) and self._holds_jit(v.value) for v in values):
-                    return True
+        return any(  # `_kernel = triton.jit(_kernel)` after the def (unsloth's cross-entropy kernels)
+            isinstance(s, ast.Assign)
+            and isinstance(s.value, ast.Call)
+            and self._jit(s.value.func)
+            and bool(s.value.args)
+            and isinstance(s.value.args[0], ast.Name)
+            and s.value.args[0].id == node.name
+            for s in self.tree.body
+        ) and isinstance(self.parents.get(id(node)), ast.Module)
+
+    def _jit(self, target: ast.AST) -> bool:
+        """Whether an expression can hold triton.jit: as its import holds it, or a module-level name assigned
+        from it (`jit = triton.jit`)."""
+        if self._holds_jit(target):
+            return True
+        if isinstance(target, ast.Name) and id(target) in self.scopes.of:
+            assigned = [b for b in self.bindings(target)[1] if isinstance(b, ast.Name)]
+            values = [self.parents.get(id(b)) for b in assigned]
+            return any(isinstance(v, ast.Assign) and self._holds_jit(v.value) for v in values)
         return False
 
     def _holds_jit(self, node: ast.AST) -> bool:

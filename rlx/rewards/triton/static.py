@@ -8,8 +8,9 @@ are resolved by scope, as Python resolves them (rlx.rewards.triton.program, .sco
     `except ImportError` is tolerated: the harness makes it fail at run time), `from x import *`, relative ones;
   * a banned builtin (eval, getattr, open, type, ...) wherever Python would look it up among the builtins,
     whatever assignments exist (a module- or class-level binding falls through when it never ran); names Triton's
-    interpreter copies into the program's globals; the task file's names (`Model`, `get_inputs`) unless the
-    program binds them itself at top level; dunder names (but `__name__`);
+    interpreter copies into the program's globals; the names the task file's imports bind, unless the program
+    binds them itself at top level (its defs and constants, `Model` and `get_inputs` included, are readable);
+    dunder names (but `__name__`);
   * dunder attributes (but `__name__`, `__doc__`... and `.__init__` called), frame/code/handle attributes, a
     library's private attributes (`torch._C`, `t._base`, `m._parameters`) and modules reached by another path
     (`F.torch`), a module used as a value, metaclasses; the program's own private names and attributes are
@@ -18,10 +19,11 @@ are resolved by scope, as Python resolves them (rlx.rewards.triton.program, .sco
   * setting attributes through a module-level name or an import (monkeypatching a library; a function's own
     variables, `self` and `ctx` included, are the runtime account's to judge);
   * `super(A, b)` but for its own class and instance, a class with keywords, or bases other than nn.Module,
-    torch.autograd.Function, `object` and its own classes; dunder methods other than `__init__`;
-  * Triton language functions outside kernel bodies, and inside a kernel (a def decorated by triton.jit as
-    its import holds it) calls of anything but tl.*, the program's kernels and a few builtins, attributes
-    outside Triton's value vocabulary, nested scopes, imports and try/with.
+    torch.autograd.Function, `object`, its own classes and the task's; dunder methods other than `__init__`;
+  * Triton language functions called outside kernel bodies (an alias, `triton_tanh = libdevice.tanh`, is fine),
+    and inside a kernel (a def decorated by triton.jit as its import holds it) calls of anything but tl.*, the
+    program's kernels, module-level aliases of Triton's functions and a few builtins, attributes outside
+    Triton's value vocabulary, nested scopes, imports and try/with.
 The body of `if __name__ == "__main__":` is skipped (it never runs). A refused program is a VIOLATION whose
 `details["reason"]` names the first offence.
 """
@@ -97,8 +99,10 @@ def _language_function(value: object) -> bool:
 
 
 class _Check:
-    def __init__(self, program: Program, constants: Collection[str], reserved: Collection[str]) -> None:
-        self.p, self.constants, self.reserved = program, set(constants), set(reserved)
+    def __init__(
+        self, program: Program, constants: Collection[str], reserved: Collection[str], classes: Collection[str]
+    ) -> None:
+        self.p, self.constants, self.reserved, self.task_classes = program, set(constants), set(reserved), set(classes)
         module = program.tree.body
         self.top_level = {
             t.id for s in module if isinstance(s, ast.Assign) for t in s.targets if isinstance(t, ast.Name)
@@ -175,6 +179,8 @@ class _Check:
         for base in node.bases:
             if isinstance(base, ast.Name) and (self.p.class_named(base) or self._builtin(base, "object")):
                 continue
+            if isinstance(base, ast.Name) and base.id in self.task_classes and self._builtin(base, base.id):
+                continue  # the task's own class (its Model), which the program does not rebind
             held = self.p.held(base)
             if not held or not all(
                 h is not None and isinstance(h.value, type) and issubclass(h.value, _base_classes()) for h in held
@@ -199,7 +205,7 @@ class _Check:
             if node.id in interpreter_globals() and not self._imported_as_injected(node):
                 raise Refused(f"name {node.id} (Triton's interpreter puts its own there)")
             if node.id in self.reserved and node.id not in self.top_level:
-                raise Refused(f"the task's {node.id}")
+                raise Refused(f"the task's import {node.id} (import it in the program)")
         self.value_use(node, kernel)
 
     def _imported_as_injected(self, node: ast.Name) -> bool:
@@ -218,8 +224,9 @@ class _Check:
         if kernel:
             if any(not h.path.startswith(("triton", "math.")) for h in held):
                 raise Refused(f"{held[0].path} inside a kernel")
-        elif any(h.path.startswith("triton.language") and _language_function(h.value) for h in held):
-            raise Refused(f"{held[0].path} outside a kernel (Triton language functions run only in kernels)")
+        elif isinstance(parent, ast.Call) and parent.func is node:  # an alias (`triton_tanh = libdevice.tanh`) is fine
+            if any(h.path.startswith("triton.language") and _language_function(h.value) for h in held):
+                raise Refused(f"{held[0].path} outside a kernel (Triton language functions run only in kernels)")
 
     def attribute(self, node: ast.Attribute, kernel: bool) -> None:
         attr, base, parent = node.attr, node.value, self.p.parents.get(id(node))
@@ -276,8 +283,16 @@ class _Check:
                 if not found and func.id in KERNEL_BUILTINS:
                     return
                 kernels = [b for b in found if isinstance(b, ast.FunctionDef) and self.p.is_kernel(b)]
-                held = [h for h in self.p.held(func) if h is not None]
-                if found and len(kernels) + len(held) == len(found) and all(h.path.startswith("triton") for h in held):
+                imports = [b for b in found if isinstance(b, (ast.Import, ast.ImportFrom))]
+                held = [h for h in self.p.held(func) if h is not None]  # an import that does not resolve binds nothing
+                if (
+                    found
+                    and len(kernels) + len(imports) == len(found)
+                    and all(h.path.startswith("triton") for h in held)
+                ):
+                    return
+                aliased = self.p.aliases(func)  # triton_tanh = libdevice.tanh (unsloth's utils)
+                if aliased and all(h.path.startswith("triton") for h in aliased):
                     return
         raise Refused(f"a kernel calls {ast.unparse(func)[:60]} (only tl.*, kernels and a few builtins)")
 
@@ -321,30 +336,35 @@ def kernel_defs(tree: ast.Module) -> dict[Key, ast.FunctionDef]:
 
 
 @functools.lru_cache(maxsize=4096)  # a task file is scored many times per step
-def task_names(source: str) -> tuple[frozenset[str], frozenset[str]]:
-    """(the names the task file binds by plain assignment at module level (ROWS, COLS): a program may read
-    them; every other name it binds at module level (Model, get_inputs): a program may not)."""
+def task_names(source: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """What the program may read of the task file's module-level names (it runs in a copy of the task's
+    namespace; the harness takes the task's own `Model`, `get_inputs` and `get_init_inputs` from the task, so a
+    program's rebinding changes none of them): (names bound by assignment (ROWS, COLS) or def (Model,
+    get_inputs): readable; the names its imports bind (`np` of `import numpy as np`): not, unless the program
+    imports them itself, since they reach modules the program may not import; its classes (`Model`): also
+    usable as a base class, as `class ModelNew(Model)` reuses the reference's constructor)."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return frozenset(), frozenset()
-    constants = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
-    others = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-    others |= {
+        return frozenset(), frozenset(), frozenset()
+    readable = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    readable |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    imported = {
         a.asname or a.name.split(".")[0]
         for n in tree.body
         if isinstance(n, (ast.Import, ast.ImportFrom))
         for a in n.names
     }
-    return frozenset(constants), frozenset(others - constants)
+    classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+    return frozenset(readable), frozenset(imported - readable), frozenset(classes)
 
 
 def static_checks(
-    code: str, constants: Collection[str] = (), reserved: Collection[str] = ("Model", "get_inputs", "get_init_inputs")
+    code: str, constants: Collection[str] = (), reserved: Collection[str] = (), classes: Collection[str] = ()
 ) -> StaticResult:
-    """The static checks of `code`; `constants`, `reserved`: the task file's names a program may and may not
-    use (task_names). Never raises on any text: a parser that gives up (RecursionError, MemoryError on deep
-    nesting) reads as not parsing."""
+    """The static checks of `code`; `constants`, `reserved`, `classes`: the task file's names a program may read,
+    may not read (its imports), and may subclass (task_names). Never raises on any text: a parser that gives up
+    (RecursionError, MemoryError on deep nesting) reads as not parsing."""
     checks = dict.fromkeys(
         ("parses", "defines_model_new", "defines_jit_kernel", "loads_and_stores", "vocabulary"), False
     )
@@ -359,7 +379,7 @@ def static_checks(
         writers = frozenset(_transitive(program, WRITES))
         checks["defines_jit_kernel"] = bool(kernels)
         checks["loads_and_stores"] = bool(writers & _transitive(program, LOADS | WRITES - {"store"}))
-        _Check(program, constants, reserved).statements(tree.body)
+        _Check(program, constants, reserved, classes).statements(tree.body)
     except Refused as refused:
         return StaticResult(checks, f"refused by the static check: {str(refused)[:160]}", kernels, writers)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
