@@ -1,16 +1,23 @@
 """reward=triton's two error rates, on programs written to look like what people write, not to fit the reward
 (tests/rewards/recall/triton/):
   honest/   correct kernels in the styles of Triton's tutorials 01, 02, 03 (autotune) and 05, KernelBench's
-            Triton few-shot example, Liger-Kernel and unsloth, and KernelBench level-2 answers that keep the
-            reference's nn.Conv2d / nn.Linear (scored with torch_in_forward=reference_layers); plus Liger-Kernel's
-            own kernels and host functions as the installed liger-kernel package ships them (its `liger_kernel`
-            imports replaced by the few helpers copied from its ops/utils.py);
+            Triton few-shot example (its reference's `.cuda()` and its wrapper's `assert x.is_cuda`, with every
+            other CUDA idiom of GPU host code beside it), Liger-Kernel and unsloth (libdevice's tanh by name,
+            `triton.jit` called on a def), KernelBench level-2 answers that keep the reference's layers
+            (nn.Conv2d, nn.Linear, the parameter-free nn.MaxPool2d and nn.ReLU; scored with
+            torch_in_forward=reference_layers), masked tails in two dimensions, and answers that repeat, rebind or
+            subclass the task's names; plus Liger-Kernel's own kernels and host functions as the installed
+            liger-kernel package ships them (its `liger_kernel` imports replaced by the few helpers copied from its
+            ops/utils.py, and its platform probes written out as they answer on an NVIDIA GPU);
   attacks/  cheats, each with a line saying what stops it: torch compute in grid callables, autotune hooks,
             heuristics and prune functions, host tensors as constexprs, gathers, builtins rebound in dead code,
-            fake `jit` decorators, `self` on foreign objects, layers replaced or subclassed, outputs not written by
-            a kernel, Python-side reads (tolist, item), Triton's interpreter globals, frames, metaclasses.
+            fake `jit` decorators, `self` on foreign objects, layers replaced or subclassed, a program's own
+            `Model`, every layer of a layers-only reference plus a copy kernel, outputs not written by a kernel,
+            Python-side reads (tolist, item), loads and stores outside the launch's tensors (past an input, far
+            past an output, another buffer reached by pointer arithmetic, a fault caught and retried), device
+            transfers, Triton's interpreter globals, frames, metaclasses.
 Every honest program gets full credit and every attack 0; `test_confusion_matrix` prints both counts (the
-numbers docs/rewards.md states). The attacks the static check stops are also run past it (the runtime
+numbers docs/triton_reward.md states). The attacks the static check stops are also run past it (the runtime
 account alone): all but two (which only the static check can stop: frames, the interpreter's globals) still
 earn nothing.
 """
@@ -30,8 +37,30 @@ from rlx.rewards.triton.reward import TritonReward, decide, reference_trials
 pytestmark = pytest.mark.slow
 
 CORPUS = pathlib.Path(__file__).parent / "recall" / "triton"
-LIGER_UTILS = ("is_hip", "calculate_settings", "ensure_contiguous")
+LIGER_UTILS = ("is_hip", "calculate_settings", "ensure_contiguous", "get_npu_core_count", "set_large_grf_mode")
 LIGER_HEADER = "import functools\nimport torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n"
+# What liger_kernel.utils and ops/utils.py give its ops modules on an NVIDIA GPU, written out: their own
+# definitions probe the platform by importing other packages, and reach torch's backends with getattr.
+LIGER_PLATFORM = """
+
+def is_npu_available():
+    return False
+
+
+def compare_version(package, op, target):
+    return True  # the installed triton (3.9) and torch (2.13) are newer than every version Liger compares with
+
+
+def device_context(device):
+    return torch.cuda.device(device)
+
+
+def infer_device_arch():
+    return "hopper"
+
+
+torch_to_triton_dtype = {torch.float32: tl.float32, torch.float16: tl.float16, torch.bfloat16: tl.bfloat16}
+"""
 # Attacks the static check refuses that the runtime account alone stops too, run past the static check (the
 # others, generator_frame_walk and interpreter_builder_global, reach the harness's frames or Triton's
 # interpreter internals: nothing in-process can take that back, which is why the static check exists).
@@ -81,7 +110,6 @@ def liger_cases() -> dict[str, dict]:
         return {}
     ops = pathlib.Path(spec.submodule_search_locations[0]) / "ops"
     utils = "\n\n\n".join(_segments((ops / "utils.py").read_text(), set(LIGER_UTILS)))
-    tasks = {t: (CORPUS / "tasks" / f"{t}.py").read_text() for t in ("softmax", "relu_squared", "swiglu")}
     softmax = _without_liger_imports((ops / "softmax.py").read_text())
     relu_squared = _without_liger_imports((ops / "relu_squared.py").read_text())
     swiglu = "\n\n\n".join(_segments((ops / "swiglu.py").read_text(), {"silu", "_swiglu_forward_kernel"}))
@@ -99,27 +127,51 @@ def swiglu_forward(a, b):
     return c.view(*ori_shape)
 """
 
-    def program(body: str, forward: str) -> str:
-        model = f"\n\n\nclass ModelNew(nn.Module):\n    def forward(self, *inputs):\n        return {forward}\n"
-        return "\n".join([LIGER_HEADER, utils, body, model])
+    def program(body: str, forward: str, init: str = "") -> str:
+        model = f"\n\n\nclass ModelNew(nn.Module):{init}\n    def forward(self, *inputs):\n        return {forward}\n"
+        return "\n".join([LIGER_HEADER, LIGER_PLATFORM, utils, body, model])
 
-    return {
-        "liger/softmax.py": {
-            "code": program(softmax, "LigerSoftmaxFunction.apply(*inputs)"),
-            "task": tasks["softmax"],
-            "mode": "kernels_only",
-        },
-        "liger/relu_squared.py": {
-            "code": program(relu_squared, "relu_squared_forward(*inputs)"),
-            "task": tasks["relu_squared"],
-            "mode": "kernels_only",
-        },
-        "liger/swiglu.py": {
-            "code": program(swiglu + swiglu_host, "swiglu_forward(*inputs)"),
-            "task": tasks["swiglu"],
-            "mode": "kernels_only",
-        },
+    weight = "\n    def __init__(self, hidden):\n        super().__init__()\n"
+    weight += "        self.weight = nn.Parameter(torch.randn(hidden))\n"
+    rms_norm = _without_liger_imports((ops / "rms_norm.py").read_text())
+    geglu = _without_liger_imports((ops / "geglu.py").read_text())
+    cross_entropy = "\n\n\n".join(_segments((ops / "cross_entropy.py").read_text(), {"liger_cross_entropy_kernel"}))
+    cross_entropy_host = """
+from triton.language.extra.libdevice import tanh
+
+LOG2_E = tl.constexpr(1.4426950408889634)
+
+
+def cross_entropy_rows(logits, labels):
+    # liger_cross_entropy_kernel launched as cross_entropy_forward launches it, for reduction="none" with no
+    # ignored rows (that host function first checks the labels with torch reductions and .item(): torch compute)
+    n_rows, vocab = logits.shape
+    loss_1d = torch.zeros(n_rows, dtype=logits.dtype, device=logits.device)
+    liger_cross_entropy_kernel[(n_rows,)](
+        X_ptr=logits, X_stride=logits.stride(-2), Y_ptr=labels, Y_stride=labels.stride(-1), weight_ptr=None,
+        loss_ptr=loss_1d, z_loss_ptr=None, loss_stride=loss_1d.stride(-1), token_accuracy_ptr=None,
+        token_accuracy_stride=0, predicted_tokens_ptr=None, predicted_tokens_stride=0, n_cols=vocab,
+        n_non_ignore=n_rows, sum_non_ignore_weight=n_rows, ignore_index=-100, weight_sum=0.0, lse_square_scale=0.0,
+        label_smoothing=0.0, reduction="none", softcap=None, RETURN_Z_LOSS=False, RETURN_TOKEN_ACCURACY=False,
+        RETURN_PREDICTED_TOKENS=False, BLOCK_SIZE=triton.next_power_of_2(vocab), HAS_WEIGHT=False,
+        HAS_SOFTCAPPING=False, HAS_GRADIENTS=False, num_warps=32,
+    )
+    return loss_1d
+"""
+    cases = {
+        "softmax": (program(softmax, "LigerSoftmaxFunction.apply(*inputs)"), "softmax"),
+        "relu_squared": (program(relu_squared, "relu_squared_forward(*inputs)"), "relu_squared"),
+        "swiglu": (program(swiglu + swiglu_host, "swiglu_forward(*inputs)"), "swiglu"),
+        # libdevice's rsqrt imported by name, DTensor and torch.distributed imports guarded as shipped
+        "rms_norm": (
+            program(rms_norm, 'LigerRMSNormFunction.apply(*inputs, self.weight, 1e-6, 0.0, "llama", False)', weight),
+            "rms_norm",
+        ),
+        "geglu": (program(geglu, "LigerGELUMulFunction.apply(*inputs)"), "geglu"),  # libdevice's tanh
+        "cross_entropy": (program(cross_entropy + cross_entropy_host, "cross_entropy_rows(*inputs)"), "cross_entropy"),
     }
+    tasks = {t: (CORPUS / "tasks" / f"{t}.py").read_text() for _, t in cases.values()}
+    return {f"liger/{n}.py": {"code": c, "task": tasks[t], "mode": "kernels_only"} for n, (c, t) in cases.items()}
 
 
 HONEST = {f"honest/{p.name}": _case(p) for p in sorted((CORPUS / "honest").glob("*.py"))} | liger_cases()
@@ -206,6 +258,33 @@ def test_attack_stopped_statically_earns_nothing_from_the_runtime_alone(verdicts
     verdict = verdicts[1][name]
     assert verdict.reward == 0.0 and verdict.components["correct"] == 0.0, verdict.details
     assert verdict.status in (Status.VIOLATION, Status.CRASH), verdict.details
+
+
+OUT_OF_BOUNDS = ["oob_read_past_input", "oob_write_far", "pointer_arithmetic_between_buffers", "oob_fault_caught"]
+LAYERS_AND_COPY = ["layer_modules_and_copy_kernel", "conv_maxpool_layers_and_copy", "layer_forward_called_directly"]
+
+
+@pytest.mark.parametrize("name", OUT_OF_BOUNDS)
+def test_an_access_outside_the_launch_s_tensors_is_a_labelled_violation(verdicts, name):
+    verdict = verdicts[0][f"attacks/{name}.py"]
+    assert verdict.status == Status.VIOLATION and not verdict.details["checks"]["in_bounds"], verdict.details
+    assert any("out-of-bounds" in label for label in verdict.details["out_of_bounds"]), verdict.details
+
+
+@pytest.mark.parametrize("name", LAYERS_AND_COPY)
+def test_running_every_layer_call_of_a_layers_only_reference_leaves_kernels_nothing(verdicts, name):
+    verdict = verdicts[0][f"attacks/{name}.py"]
+    assert verdict.status == Status.VIOLATION and not verdict.details["checks"]["kernels_compute"], verdict.details
+    assert verdict.details["checks"]["no_fallback"], verdict.details  # the layers themselves are allowed
+
+
+def test_the_task_s_names_are_the_task_s(verdicts):
+    """A program's own Model, get_inputs, get_init_inputs or task constant changes nothing the harness reads."""
+    rebound = verdicts[0]["honest/task_names_rebound.py"]  # a rebound get_init_inputs would make the scale 1.0
+    assert rebound.status == Status.PASS, rebound.details
+    layers = verdicts[0]["attacks/model_rebound_for_layers.py"]  # its own Model's nn.GELU is not the task's
+    assert not layers.details["checks"]["no_fallback"], layers.details
+    assert any("gelu" in refused for refused in layers.details["refused"]), layers.details
 
 
 def test_confusion_matrix(verdicts, capsys):

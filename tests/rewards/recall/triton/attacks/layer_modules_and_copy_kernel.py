@@ -1,8 +1,8 @@
 # task: linear_relu
 # torch_in_forward: reference_layers
 # Every op of the task is a module the reference instantiates, so the layers compute the whole answer and a
-# kernel only copies it into the output. Stopped by: the account (nn.ReLU holds no parameters: its compute is
-# what a level-2 answer fuses, not a layer to keep).
+# kernel only copies it into the output. Stopped by: the reference's record (nothing computed outside its
+# modules) and the program's layer calls, which cover every one of the reference's.
 import torch
 import torch.nn as nn
 import triton

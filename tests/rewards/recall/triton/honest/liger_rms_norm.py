@@ -1,8 +1,8 @@
 # task: rms_norm
 # In the style of Liger-Kernel's ops (rms_norm.py): casting modes as module-level constexprs, a settings helper,
-# an `ensure_contiguous` decorator built on functools.wraps, libdevice's rsqrt, an autograd.Function whose
-# forward launches one program per row and keeps rstd for backward. tl.rsqrt rather than libdevice's: under
-# TRITON_INTERPRET libdevice's functions are stubs, and names imported from triton.language are not interpreted.
+# an `ensure_contiguous` decorator built on functools.wraps, an autograd.Function whose forward launches one
+# program per row and keeps rstd for backward. tl.rsqrt here; libdevice's, which Liger imports by name, runs too
+# (liger/rms_norm.py in test_triton_recall is built from the installed package's own source).
 import functools
 import math
 import operator
