@@ -271,6 +271,11 @@ def test_an_access_outside_the_launch_s_tensors_is_a_labelled_violation(verdicts
     assert any("out-of-bounds" in label for label in verdict.details["out_of_bounds"]), verdict.details
 
 
+def test_an_access_outside_while_the_model_is_built_is_a_labelled_violation(verdicts):
+    verdict = verdicts[0]["attacks/oob_at_init.py"]
+    assert verdict.status == Status.VIOLATION and "out-of-bounds load" in verdict.details["reason"], verdict.details
+
+
 @pytest.mark.parametrize("name", LAYERS_AND_COPY)
 def test_running_every_layer_call_of_a_layers_only_reference_leaves_kernels_nothing(verdicts, name):
     verdict = verdicts[0][f"attacks/{name}.py"]

@@ -104,7 +104,7 @@ def _constexprs(fn) -> set[str]:
     return {name for name, kind in annotations.items() if _normalize_ty(kind) == "constexpr"}
 
 
-def _note(launches: Launches, session: Session, kernel, args: tuple, kwargs: dict) -> None:
+def _note(launches: Launches, kernel, args: tuple, kwargs: dict) -> None:
     """Records one launch; appends to `launches.refused` what the harness does not let a launch carry."""
     # optional dependency: triton (Linux only)
     from triton.runtime.jit import TensorWrapper
@@ -137,8 +137,14 @@ def _note(launches: Launches, session: Session, kernel, args: tuple, kwargs: dic
     for name in _constexprs(fn) if fn is not None else ():
         if isinstance(bound.get(name), torch.Tensor):
             launches.refused.append(f"a tensor passed to kernel {key[0]} as tl.constexpr {name}")
+
+
+def _body(session: Session, kernel) -> None:
+    """Knows the interpreted body of a program's kernel being launched (in forward or not: a kernel launched while
+    the model is built may call Triton's jit functions too), so that it may call jit functions."""
+    code = getattr(getattr(kernel, "fn", None), "__code__", None)
     rewrite = getattr(kernel, "rewrite", None)
-    if own and rewrite is not None:
+    if isinstance(code, CodeType) and code.co_filename == CANDIDATE_FILE and rewrite is not None:
         session.kernel_codes.add(rewrite().__code__)
 
 
@@ -155,7 +161,8 @@ def install(session: Session) -> None:
         def run(self, *args, _original=original, **kwargs):
             launches = session.launches
             if launches is not None:
-                _note(launches, session, self, args, kwargs)
+                _note(launches, self, args, kwargs)
+            _body(session, self)
             if isinstance(self, interpreter.InterpretedFunction) and callable(kwargs.get("grid")):
                 kwargs["grid"] = _grid(self, args, kwargs)
             outer = session.spans
