@@ -37,9 +37,8 @@ CAPABILITY = (9, 0)
 _BASE = torch._C.TensorBase
 # getters answered for the emulated device (the mode receives `descriptor.__get__`, whose __self__ is the descriptor)
 _GETTERS: dict[object, object] = {_BASE.is_cuda: True, _BASE.is_cpu: False, _BASE.device: DEVICE}
-_IDENTITY = {_BASE.cuda, _BASE.pin_memory}  # already in the device's memory
-_INDEX = {_BASE.get_device: 0}
-_TO = _BASE.to
+_IDENTITY = (_BASE.cuda, _BASE.pin_memory)  # already in the device's memory
+_GET_DEVICE, _TO = _BASE.get_device, _BASE.to
 
 
 def host(device: object) -> object:
@@ -63,10 +62,10 @@ class HostDevice(TorchFunctionMode):
             for getter, value in _GETTERS.items():
                 if owner is getter:
                     return value
-        if func in _IDENTITY:
+        if any(func is f for f in _IDENTITY):
             return args[0]
-        if func in _INDEX:
-            return _INDEX[func]
+        if func is _GET_DEVICE:
+            return 0
         if "device" in kwargs:
             kwargs["device"] = host(kwargs["device"])
         if kwargs.get("pin_memory"):
