@@ -33,8 +33,9 @@ import types
 from rlx.rewards.base import Status
 from rlx.rewards.code.client import Client
 from rlx.rewards.code.compare import Comparison
+from rlx.rewards.code.deadline import program_clock
 from rlx.rewards.code.formats import Tests
-from rlx.rewards.code.remote import CandidateAbort, CandidateRaised, SessionEnded, kind_of, label
+from rlx.rewards.code.remote import CandidateAbort, CandidateRaised, Remote, SessionEnded, kind_of, label
 from rlx.rewards.sandbox.session import Ended, Session
 
 ENDED = {Status.TIMEOUT: "Timeout", Status.OOM: "MemoryError", Status.CRASH: "Exited", Status.VIOLATION: "Violation"}
@@ -108,6 +109,7 @@ class Sites:
         return out
 
 
+_ABSENT = object()
 RANDOM_METHODS = tuple(name for name in random.__all__ if callable(getattr(random.Random, name, None)))
 
 
@@ -169,7 +171,16 @@ def run_program(session: Session, tests: Tests, comparison: Comparison, timeout_
     except CandidateAbort as err:
         sites.abort(err)
         return [*sites.records(True), {"event": "done"}]
+    theirs = dict(namespace)
+
+    def standard(name: str) -> bool:
+        """Whether a standard-library name the test reads is that module: the candidate left it unbound or bound
+        it to a module (its own `import bisect`), not to a function of its own (`def bisect(...)`)."""
+        value = theirs.get(name, _ABSENT)
+        return value is _ABSENT or (isinstance(value, Remote) and value._type == "module")
+
     namespace |= {
+        "__rlx_standard__": standard,
         "__name__": "__checker__",
         "__builtins__": private_builtins(),
         "__rlx_enter__": sites.enter,
@@ -177,24 +188,28 @@ def run_program(session: Session, tests: Tests, comparison: Comparison, timeout_
         "__rlx_assert_eq__": sites.check_eq,
         "__rlx_unittest__": run_case,
     }
-    try:
-        exec(_compiled(tests.setup, "<setup>"), namespace)
-    except CandidateAbort as err:  # the test's setup called the candidate, which ended
-        sites.abort(err)
-        return [*sites.records(True), {"event": "done"}]
-    except (Exception, SystemExit) as err:  # noqa: BLE001 - the row's own code: a dataset error, not the candidate's
-        if isinstance(err, CandidateRaised):  # unless the candidate raised it, in a call the setup made
+    with program_clock(session.wall_deadline, client):  # the test's own loops stop at the program's time limit
+        try:
+            exec(_compiled(tests.setup, "<setup>"), namespace)
+        except CandidateAbort as err:  # the test's setup called the candidate, which ended (or time ran out)
             sites.abort(err)
             return [*sites.records(True), {"event": "done"}]
-        return [{"event": "setup_error", "error": type(err).__name__, "detail": str(err)[:300]}]
-    client.classes.update((n, namespace[n]) for n in tests.classes if isinstance(namespace.get(n), type))
-    aborted = False
-    for step in tests.steps:
-        try:
-            exec(_compiled(step, "<test>"), namespace)
-        except STOPPED as err:  # the test program stopped: its current assert fails
-            sites.abort(err)
-            aborted = True
+        except (Exception, SystemExit) as err:  # noqa: BLE001 - the row's own code: a dataset error, not the candidate's
+            if isinstance(err, CandidateRaised):  # unless the candidate raised it, in a call the setup made
+                sites.abort(err)
+                return [*sites.records(True), {"event": "done"}]
+            return [{"event": "setup_error", "error": type(err).__name__, "detail": str(err)[:300]}]
+        client.classes.update((n, namespace[n]) for n in tests.classes if isinstance(namespace.get(n), type))
+        aborted = False
+        for step in tests.steps:
+            try:
+                exec(_compiled(step, "<test>"), namespace)
+            except STOPPED as err:  # the test program stopped: its current assert fails
+                sites.abort(err)
+                aborted = True
+            if client.dead is not None:  # the session ended (or its time is over): nothing later can pass
+                aborted = True
+                break
     return [*sites.records(aborted), {"event": "done"}]
 
 

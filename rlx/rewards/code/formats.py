@@ -25,7 +25,7 @@ import ast
 import json
 from dataclasses import dataclass, field
 
-from rlx.rewards.code.program import Instrument, free_names, harness_calls, prompt_helpers, test_cases
+from rlx.rewards.code.program import STDLIB, Instrument, free_names, harness_calls, prompt_helpers, test_cases
 
 FORMATS = ("asserts", "check", "stdio")
 CODE_FROM = ("completion", "prompt_completion", "fenced")
@@ -153,8 +153,17 @@ def _call_pairs(row: dict) -> Tests | None:
     return Tests("asserts", labels, steps=steps, proxies=[entry])
 
 
-def _imports(modules: list[str]) -> str:
-    return "".join(f"try:\n    import {name}\nexcept ImportError:\n    pass\n" for name in modules)
+def _imports(modules: list[str], proxies: list[str]) -> str:
+    """The checker's own import of each standard-library module the test reads attributes of; and of each other
+    standard-library name it reads, unless the candidate bound that name to something else than a module
+    (rlx.rewards.code.checker's `__rlx_standard__`)."""
+    lines = [f"try:\n    import {name}\nexcept ImportError:\n    pass\n" for name in modules]
+    lines += [
+        f"if __rlx_standard__({name!r}):\n    try:\n        import {name}\n    except ImportError:\n        pass\n"
+        for name in proxies
+        if name in STDLIB
+    ]
+    return "".join(lines)
 
 
 def _asserts(row: dict, code_from: str) -> Tests:
@@ -173,7 +182,7 @@ def _asserts(row: dict, code_from: str) -> Tests:
     entry = _entry_name(row)
     if entry is not None and entry not in proxies:
         proxies.append(entry)
-    return Tests("asserts", labels, _imports(modules) + setup, steps, proxies, classes, preamble, code_from)
+    return Tests("asserts", labels, _imports(modules, proxies) + setup, steps, proxies, classes, preamble, code_from)
 
 
 def _check(row: dict, code_from: str) -> Tests:
@@ -201,7 +210,7 @@ def _check(row: dict, code_from: str) -> Tests:
         raise RowError("`test`'s check(candidate) has no assert: nothing could fail")
     classes += [node.name for node in tree.body if isinstance(node, ast.ClassDef)]
     modules, proxies = free_names([ast.parse(setup), tree, *trees], set())
-    source = _imports(modules) + setup + program + "\n"
+    source = _imports(modules, proxies) + setup + program + "\n"
     return Tests("check", labels, source, steps, proxies, classes, preamble, code_from)
 
 
