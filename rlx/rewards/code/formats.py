@@ -2,8 +2,8 @@
 
 Formats (a row's `test_format` field, else the reward's `format`, else recognised from the row's fields):
 - `asserts`: `tests` (or MBPP's `test_list`) is a list of assert statements, e.g. `"assert add(1, 2) == 3"`;
-  MBPP's `test_imports` (sanitized MBPP) and `test_setup_code` run first. Also today's `{"input": [args], "output": value}` items with the row's
-  `entry_point`, which become `assert entry_point(*args) == value`.
+  MBPP's `test_imports` (sanitized MBPP) and `test_setup_code` run first. Also today's `{"input": [args],
+  "output": value}` items with the row's `entry_point`, which become `assert entry_point(*args) == value`.
 - `check`: `test` is a program defining `check(candidate)` (HumanEval, MBPP+, EvalPlus) and `entry_point` names
   the function under test, or is an expression of the candidate's names (LeetCode's `Solution().twoSum`); the
   checker runs `check(<entry_point>)`. A program of unittest `TestCase` classes instead runs each test method.
@@ -149,8 +149,10 @@ def _call_pairs(row: dict) -> Tests | None:
     tests, entry = row.get("tests"), row.get("entry_point")
     if not (isinstance(entry, str) and entry.isidentifier() and isinstance(tests, list) and tests):
         return None
-    if row.get("test_setup_code") or row.get("test_imports") or not all(
-        isinstance(t, dict) and isinstance(t.get("input"), list) and "output" in t for t in tests
+    if (
+        row.get("test_setup_code")
+        or row.get("test_imports")
+        or not all(isinstance(t, dict) and isinstance(t.get("input"), list) and "output" in t for t in tests)
     ):
         return None
     labels, steps = [], []

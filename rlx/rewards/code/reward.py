@@ -27,7 +27,11 @@ from rlx.rewards.code.formats import CODE_FROM, FORMATS, RowError, Tests, candid
 from rlx.rewards.sandbox.session import Failure, Limits, Sandbox, Session
 
 HARNESS = "rlx.rewards.unit_tests_harness"  # the sandbox's own: load, call, stdio (SANDBOX_API.md)
-MODULES = ("rlx.rewards.sandbox.values", "rlx.rewards.code.extract", "rlx.rewards.code.console")  # copied into the jail for the harness
+MODULES = (
+    "rlx.rewards.sandbox.values",
+    "rlx.rewards.code.extract",
+    "rlx.rewards.code.console",
+)  # copied into the jail for the harness
 log = logging.getLogger(__name__)
 ENDED_STATUS = {"Timeout": Status.TIMEOUT, "MemoryError": Status.OOM, "Violation": Status.VIOLATION}
 
