@@ -302,6 +302,7 @@ def warm() -> None:
         replies: list = []
         fresh_module()
         serve(WARM_PROGRAM, iter([(r, []) for r in requests] + [None]).__next__, replies.append)
+    console.warm()
     fresh_module()
 
 

@@ -33,7 +33,7 @@ import types
 from rlx.rewards.base import Status
 from rlx.rewards.code.client import Client
 from rlx.rewards.code.compare import Comparison
-from rlx.rewards.code.deadline import program_clock
+from rlx.rewards.code.deadline import Clock, with_ticks
 from rlx.rewards.code.formats import Tests
 from rlx.rewards.code.remote import CandidateAbort, CandidateRaised, Remote, SessionEnded, kind_of, label
 from rlx.rewards.sandbox.session import Ended, Session
@@ -128,8 +128,9 @@ RANDOM_METHODS = tuple(name for name in random.__all__ if callable(getattr(rando
 
 @functools.lru_cache(maxsize=4096)
 def _compiled(source: str, name: str) -> types.CodeType:
-    """A test program's step, compiled once per distinct text (code objects are immutable: safe to share)."""
-    return compile(source, name, "exec")
+    """A test program's step, compiled once per distinct text (code objects are immutable: safe to share), with
+    the ticks that hold the program's time limit in its loops and functions (rlx.rewards.code.deadline)."""
+    return compile(with_ticks(source), name, "exec")
 
 
 def private_builtins() -> dict:
@@ -201,29 +202,29 @@ def run_program(session: Session, tests: Tests, comparison: Comparison, timeout_
         "__rlx_assert_eq__": sites.check_eq,
         "__rlx_assert_apps__": sites.check_apps,
         "__rlx_unittest__": run_case,
+        "__rlx_tick__": Clock(session.wall_deadline, client),  # the test's own loops stop at the time limit
     }
-    with program_clock(session.wall_deadline, client):  # the test's own loops stop at the program's time limit
-        try:
-            exec(_compiled(tests.setup, "<setup>"), namespace)
-        except CandidateAbort as err:  # the test's setup called the candidate, which ended (or time ran out)
+    try:
+        exec(_compiled(tests.setup, "<setup>"), namespace)
+    except CandidateAbort as err:  # the test's setup called the candidate, which ended (or time ran out)
+        sites.abort(err)
+        return [*sites.records(True), {"event": "done"}]
+    except (Exception, SystemExit) as err:  # noqa: BLE001 - the row's own code: a dataset error, not the candidate's
+        if isinstance(err, CandidateRaised):  # unless the candidate raised it, in a call the setup made
             sites.abort(err)
             return [*sites.records(True), {"event": "done"}]
-        except (Exception, SystemExit) as err:  # noqa: BLE001 - the row's own code: a dataset error, not the candidate's
-            if isinstance(err, CandidateRaised):  # unless the candidate raised it, in a call the setup made
-                sites.abort(err)
-                return [*sites.records(True), {"event": "done"}]
-            return [{"event": "setup_error", "error": type(err).__name__, "detail": str(err)[:300]}]
-        client.classes.update((n, namespace[n]) for n in tests.classes if isinstance(namespace.get(n), type))
-        aborted = False
-        for step in tests.steps:
-            try:
-                exec(_compiled(step, "<test>"), namespace)
-            except STOPPED as err:  # the test program stopped: its current assert fails
-                sites.abort(err)
-                aborted = True
-            if client.dead is not None:  # the session ended (or its time is over): nothing later can pass
-                aborted = True
-                break
+        return [{"event": "setup_error", "error": type(err).__name__, "detail": str(err)[:300]}]
+    client.classes.update((n, namespace[n]) for n in tests.classes if isinstance(namespace.get(n), type))
+    aborted = False
+    for step in tests.steps:
+        try:
+            exec(_compiled(step, "<test>"), namespace)
+        except STOPPED as err:  # the test program stopped: its current assert fails
+            sites.abort(err)
+            aborted = True
+        if client.dead is not None:  # the session ended (or its time is over): nothing later can pass
+            aborted = True
+            break
     return [*sites.records(aborted), {"event": "done"}]
 
 

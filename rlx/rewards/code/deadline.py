@@ -4,11 +4,12 @@ closed into a cycle never ends a test's `while node: node = node.next`, and no r
 that could time out, so the trainer's thread would spin for ever (HumanEval's harness stops such a program at its
 time limit; so does this).
 
-`program_clock(deadline, client)` traces the test program's own frames (the code compiled from the row: setup,
-steps, and the functions and classes they define) in this thread only, and once `deadline` (the session's wall
-clock) has passed, the next line of test code raises the session's end (a TIMEOUT that no `except Exception` in
-the test catches) and every later request to the candidate raises it too. Frames of other code (the checker's,
-the standard library's) are not traced: they cost one call of the tracer when they start.
+`with_ticks(source)` is the test program with a call of `__rlx_tick__()` first in the body of every loop and every
+function it defines (its classes' methods included): where any Python-level work without end must pass. `Clock`
+is that tick: past the session's wall clock it raises the session's end (a TIMEOUT that no `except Exception` in
+the test catches; a test that swallows it with a bare `except:` gets it again at the next tick), and every later
+request to the candidate raises it too. Nothing else is slowed: the checker's own code and the candidate's
+requests run untouched (a trace function would put the whole thread in CPython's slow tracing mode).
 
 Not bounded: a single C-level operation the test's own code performs on the candidate's values (`2 **
 candidate(n)`, `[0] * candidate(n)`): Python checks no clock inside one. The values' size is bounded where they
@@ -17,41 +18,47 @@ are built (rlx.rewards.sandbox.values: digits, parts, parts repeated through sha
 
 from __future__ import annotations
 
-import contextlib
-import sys
+import ast
 import time
-from collections.abc import Iterator
 
 from rlx.rewards.base import Status
 from rlx.rewards.code.remote import SessionEnded
 
-TEST_FILES = frozenset(("<setup>", "<test>"))  # the names the checker compiles the row's program under
+LOOPS = ("for ", "while ", "def ", "for\t", "while\t", "def\t")  # sources without them compile as they are
 
 
-@contextlib.contextmanager
-def program_clock(deadline: float, client) -> Iterator[None]:
-    """Trace the test program's frames in this thread until the block ends (module docstring)."""
+class _Ticks(ast.NodeTransformer):
+    def _tick(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        tick = ast.Expr(ast.Call(ast.Name("__rlx_tick__", ast.Load()), [], []))
+        docstring = int(bool(body) and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant))
+        return [*body[:docstring], ast.copy_location(tick, body[0]), *body[docstring:]]
 
-    def expire() -> None:
-        ended = SessionEnded("Timeout", "the program (the test's own code included) ran past reward.limits.wall_s")
-        ended.status = Status.TIMEOUT  # type: ignore[attr-defined]
-        if client.dead is None:
-            client.dead = ended
-        raise client.dead
+    def _visit(self, node):
+        node = self.generic_visit(node)
+        node.body = self._tick(node.body)
+        return node
 
-    def line(frame, event, arg):
-        if time.monotonic() > deadline:
-            expire()
-        return line
+    visit_For = visit_AsyncFor = visit_While = visit_FunctionDef = visit_AsyncFunctionDef = _visit
 
-    def start(frame, event, arg):
-        if frame.f_code.co_filename not in TEST_FILES:
-            return None
-        return line(frame, event, arg)
 
-    previous = sys.gettrace()
-    sys.settrace(start)
-    try:
-        yield
-    finally:
-        sys.settrace(previous)
+def with_ticks(source: str) -> ast.Module | str:
+    """`source` with a tick first in each loop and function body (module docstring); as it is without any."""
+    if not any(word in source for word in LOOPS):
+        return source
+    return ast.fix_missing_locations(_Ticks().visit(ast.parse(source)))
+
+
+class Clock:
+    """`__rlx_tick__` of one test program: raises the session's end once `deadline` has passed."""
+
+    def __init__(self, deadline: float, client) -> None:
+        self.deadline, self.client = deadline, client
+
+    def __call__(self) -> None:
+        if time.monotonic() <= self.deadline:
+            return
+        if self.client.dead is None:
+            ended = SessionEnded("Timeout", "the program (the test's own code included) ran past reward.limits.wall_s")
+            ended.status = Status.TIMEOUT  # type: ignore[attr-defined]
+            self.client.dead = ended
+        raise self.client.dead
