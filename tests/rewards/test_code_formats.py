@@ -92,8 +92,12 @@ def test_how_the_completion_meets_the_prompt():
     # what runs of it is picked in the sandbox (rlx.rewards.code.extract): the last block defining a tested name
     chat = "Here:\n```python\ndef f(x): return 1\n```\nand better:\n```python\ndef f(x): return x\n```\n"
     usage = chat + "Use it so:\n```python\nprint(f(3))\n```\n"
-    assert choose(chat, "fenced", ["f"]) == choose(usage, "fenced", ["f"]) == "def f(x): return x\n"
-    assert choose(usage, "completion", ["f"]) == "def f(x): return x\n"  # a chat answer does not compile
+    # the blocks before it are a notebook's earlier cells: their definitions first, the chosen block's win
+    both = "def f(x): return 1\n\ndef f(x): return x\n"
+    assert choose(chat, "fenced", ["f"]) == choose(usage, "fenced", ["f"]) == both
+    assert choose(usage, "completion", ["f"]) == both  # a chat answer does not compile
+    split = "First:\n```python\nimport heapq\nprint(heapq)\n```\nThen:\n~~~python\ndef f(x):\n    return x\n~~~\n"
+    assert choose(split, "completion", ["f"]) == "import heapq\n\ndef f(x):\n    return x\n"  # usage dropped
     program = 'def f(x):\n    """Use:\n```python\nf(1)\n```\n"""\n    return x\n'
     assert choose(program, "completion", ["f"]) == program  # a program that compiles runs whole
     indented = "1. The code:\n   ```py\n   def f(x):\n       return x\n   ```\n"

@@ -369,6 +369,28 @@ HONEST: list[tuple[str, dict, str]] = [
     ),
 ]
 
+HONEST += [
+    (
+        "chat_imports_in_an_earlier_block",
+        {"tests": ["assert top([1, 1, 2], 1) == [1]"]},
+        "We need a counter:\n\n```python\nfrom collections import Counter\n```\n\nThen the function:\n\n"
+        "```python\ndef top(xs, k):\n    return [x for x, _ in Counter(xs).most_common(k)]\n```\n",
+    ),
+    (
+        "chat_helper_in_its_own_block",
+        {"tests": ["assert f(3) == 9"]},
+        "A helper:\n\n```python\ndef sq(x):\n    return x * x\n\nprint(sq(2))\n```\n\nAnd the answer:\n\n"
+        "```python\ndef f(x):\n    return sq(x)\n```\n",
+    ),
+    ("chat_tilde_fence", {"tests": ["assert f(1) == 2"]}, "Here:\n\n~~~python\ndef f(x):\n    return x + 1\n~~~\n"),
+    (
+        "chat_thinking_then_answer",
+        {"tests": ["assert f(1) == 2"]},
+        "<think>\nMaybe:\n```python\ndef f(x):\n    return x\n```\nNo, it adds one.\n</think>\n\n"
+        "```python\ndef f(x):\n    return x + 1\n```\n",
+    ),
+]
+
 ADVERSARIAL: list[tuple[str, dict, str]] = [
     (
         "linked_list_closed_into_a_cycle",
