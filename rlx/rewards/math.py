@@ -36,6 +36,7 @@ MATH_SPAN = re.compile(r"\$([^$]+)\$|\\\((.+?)\\\)")
 MARKER = re.compile(r"####|\banswer\s*:|\banswer\s+is\b\s*:?", re.IGNORECASE)
 WORD = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{2,}")
 SHOWN = 200  # characters of an extracted answer a verdict carries
+MAX_FINALS = 16  # more different final answers than this is a hedge without comparing them
 
 
 def _boxed(text: str) -> list[str]:
@@ -73,8 +74,10 @@ def hedged(text: str) -> bool:
     """Whether the completion states different final answers (`\\boxed{7} ... \\boxed{8}`, two `####` lines): a
     hedge is no answer, whichever of them the reference is."""
     finals = _boxed(text) or [part.split("\n", 1)[0] for part in text.split("####")[1:]]
-    finals = [f.strip() for f in finals if f.strip()]
-    return any(decide(answer, finals[-1]) is not True for answer in finals[:-1])
+    distinct = list(dict.fromkeys(f.strip() for f in finals if f.strip()))  # the same text: the same answer
+    if len(distinct) > MAX_FINALS:
+        return True
+    return any(decide(answer, distinct[-1]) is not True for answer in distinct[:-1])
 
 
 def has_marker(text: str) -> bool:

@@ -91,7 +91,9 @@ RELATION = re.compile(
     r"\\neq?\b|\\not\b|\\n?[lg]eq?\b|\\[lg]eqslant\b|\\[lg]t\b|\\l?neg\b|!=|[<>≠≤≥¬]|\bnot\b|\?", re.IGNORECASE
 )
 MIXED = re.compile(r"(-?)(\d+)\s*\\frac\s*(?:\{(\d+)\}|(\d))\s*(?:\{(\d+)\}|(\d))|(-?)(\d+)\s+(\d+)/(\d+)")
-REPEATING = re.compile(r"(-?)(\d*)\.(\d*)\\overline\{(\d+)\}|(-?)(\d*)\.(\d*?)((\d+?)\9+)\s*\\ldots")
+OVERLINE = re.compile(r"(-?)(\d*)\.(\d*)\\overline\{(\d{1,100})\}")
+ELLIPSIS = re.compile(r"(-?)(\d*)\.(\d+)\s*\\ldots")
+MAX_CYCLE = 100  # digits of a repeating block
 WORDS = re.compile(r" (?:or|and) ")  # "x = 2 or x = 3": two solutions (after normalise, spaces are single)
 
 
@@ -274,14 +276,21 @@ def _mixed(text: str) -> Fraction | None:
 
 
 def _repeating(text: str) -> Fraction | None:
-    """0.\\overline{3}, 0.1\\overline{6}, or a decimal whose last digits repeat before an ellipsis (0.1666...)."""
-    found = REPEATING.fullmatch(text.strip())
-    if found is None:
-        return None
-    if found.group(4) is not None:
-        sign, whole, fixed, cycle = found.group(1), found.group(2), found.group(3), found.group(4)
+    """0.\\overline{3}, 0.1\\overline{6}, or a decimal whose last digits repeat before an ellipsis (0.1666...,
+    0.142857142857...): the shortest block seen at least twice at the end repeats."""
+    text = text.strip()
+    if (found := OVERLINE.fullmatch(text)) is not None:
+        sign, whole, fixed, cycle = found.groups()
+    elif (found := ELLIPSIS.fullmatch(text)) is not None:
+        sign, whole, digits = found.groups()
+        size = next(
+            (n for n in range(1, min(MAX_CYCLE, len(digits) // 2) + 1) if digits.endswith(digits[-n:] * 2)), None
+        )
+        if size is None:
+            return None
+        fixed, cycle = digits[: -2 * size], digits[-size:]
     else:
-        sign, whole, fixed, cycle = found.group(5), found.group(6), found.group(7), found.group(9)
+        return None
     value = Fraction(int(whole or "0")) + (Fraction(int(fixed), 10 ** len(fixed)) if fixed else 0)
     value += Fraction(int(cycle), (10 ** len(cycle) - 1) * 10 ** len(fixed))
     return -value if sign else value

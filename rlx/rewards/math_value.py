@@ -17,7 +17,7 @@ from fractions import Fraction
 
 MAX_BITS = 100_000  # a power whose result would be larger than this is not evaluated (2^{10^9} is text)
 MAX_TERMS = 64
-MAX_RADICAND = 10**12  # square roots of larger numbers are not read (their square-free part needs factoring)
+MAX_RADICAND = 10**8  # square roots of larger numbers are not read (their square-free part needs factoring)
 MAX_IRRATIONAL_POWER = 64
 MAX_NESTING = 50  # parentheses, braces, \\frac and \\sqrt inside each other: deeper is not read (no RecursionError)
 PI = decimal.Decimal("3.14159265358979323846264338327950288419716939937510582097494459")
