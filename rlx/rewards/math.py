@@ -35,20 +35,22 @@ NUMBER = re.compile(r"(?<![\^\w.{])(?:-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])(?!,
 MATH_SPAN = re.compile(r"\$([^$]+)\$|\\\((.+?)\\\)")
 MARKER = re.compile(r"####|\banswer\s*:|\banswer\s+is\b\s*:?", re.IGNORECASE)
 WORD = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{2,}")
+BOX = re.compile(r"\\(?:boxed|fbox)\{")
 SHOWN = 200  # characters of an extracted answer a verdict carries
 MAX_FINALS = 16  # more different final answers than this is a hedge without comparing them
 
 
 def _boxed(text: str) -> list[str]:
-    """Contents of every \\boxed{...}, with nested braces (\\boxed{\\frac{1}{2}})."""
-    found, start = [], 0
-    while (start := text.find("\\boxed{", start)) != -1:
-        group = braced(text, start + len("\\boxed"))
+    """Contents of every \\boxed{...} (or \\fbox{...}), in order, with nested braces (\\boxed{\\frac{1}{2}})."""
+    found: list[tuple[str, int]] = []
+    for match in BOX.finditer(text):
+        if found and match.start() < found[-1][1]:
+            continue  # a box inside the last one
+        group = braced(text, match.end() - 1)
         if group is None:
-            break
-        found.append(group[0])
-        start = group[1]
-    return found
+            break  # unclosed: every later box is inside it
+        found.append(group)
+    return [content for content, _ in found]
 
 
 def extract_answer(text: str) -> str | None:

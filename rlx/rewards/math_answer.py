@@ -352,7 +352,10 @@ def _numbers_equal(predicted: Number, reference: Number) -> bool:
 
 
 def decide(predicted: str, reference: str) -> bool | None:
-    """Whether the answers are the same; None when text is involved and differs (a symbolic verifier may know)."""
+    """Whether the answers are the same; None when text is involved and differs (a symbolic verifier may know).
+    An answer longer than MAX_CHARS is only ever equal to the same text (no reading cost grows with its size)."""
+    if len(predicted) > MAX_CHARS or len(reference) > MAX_CHARS:
+        return predicted.strip() == reference.strip()
     if sorted(RELATION.findall(_decorated(predicted))) != sorted(RELATION.findall(_decorated(reference))):
         return False  # "\neq 7", "x > 7", "not 7", "7?" against 7
     (unit_p, percent_p), (unit_r, percent_r) = units(predicted), units(reference)
@@ -402,6 +405,8 @@ MATH_WORDS = frozenset(
 def wordy(answer: str) -> bool:
     """Whether the answer holds words besides mathematics ("7 is wrong", "\\text{the answer is 7}"): a symbolic
     verifier would pick a number out of them, so such an answer is equal only as rlx reads it."""
+    if len(answer) > MAX_CHARS:
+        return True
     text = re.sub(r"\\[A-Za-z]+", " ", normalise(answer))
     return any(word.lower() not in MATH_WORDS for word in re.findall(r"[A-Za-z]{2,}", text))
 

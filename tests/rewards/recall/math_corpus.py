@@ -76,6 +76,11 @@ HONEST: list[tuple[str, str]] = [
     ("It is 90 degrees.", "90^\\circ"),
     ("First \\boxed{7}. Checking again, the answer is \\boxed{7}.", "7"),  # one answer, stated twice
     ("\\boxed{٧}", "7"),  # a decimal digit of another script
+    ("\\fbox{7}", "7"),
+    ("So x = \\boxed{\\frac{-1 + \\sqrt{5}}{2}}", "\\frac{\\sqrt{5}-1}{2}"),
+    ("\\boxed{5\\sqrt{2}}", "\\sqrt{50}"),
+    ("\\boxed{6.02e23}", "6.02 \\times 10^{23}"),
+    ("#### $1,234", "1234"),
 ]
 
 ADVERSARIAL: list[tuple[str, str]] = [
@@ -130,4 +135,5 @@ ADVERSARIAL: list[tuple[str, str]] = [
     ("\\boxed{9^{9^{9}}}", "1"),  # not evaluated, never sent to the symbolic verifier's timeout
     ("\\boxed{" + "(" * 600 + "7" + ")" * 600 + "}", "8"),  # nested past the reader's depth: no RecursionError
     ("\\boxed{" + "\\sqrt{" * 300 + "x" + "}" * 300 + "}", "7"),
+    ("\\boxed{\\boxed{" * 20000 + "}" * 40000, "1"),  # long answers are compared as text: no cost grows with the nesting
 ]
