@@ -159,9 +159,9 @@ def main(argv: list[str]) -> dict:
                 f"(it has {sorted(row)})"
             )
         row_problem = getattr(reward, "row_problem", None)  # as training checks every row at start (rlx.checks)
-        problem = row_problem(row) if row_problem is not None else None
-        if problem:
-            raise ConfigError(f"task={args['task']}: {problem}")
+        wrong = row_problem(row) if row_problem is not None else None
+        if wrong:
+            raise ConfigError(f"task={args['task']}: {wrong}")
         verdict = reward([completion], [row])[0]
     finally:
         close = getattr(reward, "close", None)

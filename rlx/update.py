@@ -19,6 +19,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 
 import torch
 from torch import Tensor
@@ -126,7 +127,7 @@ def prepare(batch: RolloutBatch, algo, advantage, models: Models) -> tuple[Rollo
     scores, sample_mask = algo.shaping(batch)  # [N], [N] clipped / length-penalised; overlong-filtered
     scores = torch.where(sample_mask, scores, torch.zeros_like(scores))  # [N]
     args = (batch.input_ids, batch.attention_mask, batch.response_width, algo.temperature, algo.micro_batch_size)
-    chunks = {"micro_batch_tokens": algo.micro_batch_tokens}
+    chunks = {"micro_batch_tokens": algo.micro_batch_tokens, "pack": algo.pack_sequences}
     ref_logp = old_logp = None
     metrics = {}
     if algo.uses_reference:
@@ -153,7 +154,7 @@ def prepare(batch: RolloutBatch, algo, advantage, models: Models) -> tuple[Rollo
     values = None
     if critic is not None:
         values = map_micro_batches(
-            critic,
+            partial(critic, pack=algo.pack_sequences),
             batch.input_ids,
             batch.attention_mask,
             batch.response_width,
@@ -232,7 +233,9 @@ def policy_step(mb: RolloutBatch, algo, policy, optimisation: Optimisation) -> d
         cut = (rows, slice(0, width))
         # the entropy of the sampling policy (this one, at its first update) unless prepare() had it
         with_entropy = mb.old_logp is None and not engine_entropy(mb, algo.temperature)
-        logp, entropy = forward_logprobs(policy, ids, attention, width, algo.temperature, with_entropy, bonus)
+        logp, entropy = forward_logprobs(
+            policy, ids, attention, width, algo.temperature, with_entropy, bonus, algo.pack_sequences
+        )
         old_logp = mb.old_logp[cut] if mb.old_logp is not None else logp.detach()  # [m, T']
         sampler_logp = mb.sampler_logp[cut] if mb.sampler_logp is not None else old_logp  # [m, T'] μ
         tokens = TokenInputs(
@@ -283,7 +286,7 @@ def critic_step(mb: RolloutBatch, algo, critic, optimisation: Optimisation) -> d
     optimizer.zero_grad(set_to_none=True)
     for rows, ids, attention, width in micro_batches(mb, algo):
         cut = (rows, slice(0, width))
-        values = critic(ids, attention, width)  # [m, T']
+        values = critic(ids, attention, width, pack=algo.pack_sequences)  # [m, T']
         part = (algo.critic.loss(values, old_values[cut], returns[cut]) * token_weights[cut]).sum()  # []
         optimisation.backward(part)
         loss = loss + part.detach()

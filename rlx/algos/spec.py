@@ -56,6 +56,9 @@ class Algorithm:
     rollout_correction: Callable = field(default_factory=NoCorrection)
     # the entropy bonus (the `entropy` group; rlx.algos.entropy): none, a constant or Skywork-OR1's adaptive one
     entropy: Any = field(default_factory=NoEntropy)
+    # the training forwards run each micro-batch's real tokens packed, without padding, wherever that is exact
+    # (rlx.forward.packing); false: the padded rectangle
+    pack_sequences: bool = True
 
     def __post_init__(self) -> None:
         self.policy_loss = build_policy_loss(self.policy_loss, self.epsilon, self.epsilon_high)

@@ -19,6 +19,7 @@ import torch
 from torch import Tensor
 
 from rlx.forward.head import head_logprobs, split_head  # (perf)
+from rlx.forward.packing import packed_outputs, packs  # (perf)
 from rlx.forward.prefix import shared_prefix_logits, shared_prefix_states  # (perf)
 
 
@@ -130,14 +131,32 @@ def forward_logprobs(
     temperature: float,
     with_entropy: bool = False,
     entropy_grad: bool = False,
+    pack: bool = True,
 ) -> tuple[Tensor, Tensor | None]:
     """log π(y_t | x, y<t) [n, T] of one (already trimmed) micro-batch, one forward pass with logits only for
-    the completion positions (`logits_to_keep`); gradients flow unless the caller disables them. The entropy
-    (`with_entropy`) is a metric without gradient unless `entropy_grad` (rlx.algos.entropy's bonus)."""
-    # (perf) rows that share a prompt (a group) run it once: the same logits and gradient as one forward over
-    # the full rows (rlx.forward.prefix, tests/rollout/test_prefix.py); positions are cumsum(mask) − 1 there too.
+    the completion positions; gradients flow unless the caller disables them. The entropy (`with_entropy`) is a
+    metric without gradient unless `entropy_grad` (rlx.algos.entropy's bonus).
+
+    With `pack` (algo.pack_sequences) the real tokens run packed, without padding (rlx.forward.packing), wherever
+    that is exact for the model; the output is then 0 where no real completion token is predicted. Otherwise
+    (and where packing does not apply) the padded rectangle runs."""
     targets = input_ids[:, -response_width:]  # [n, T]
     head = split_head(model)
+    picked = None
+    if pack and packs(model, attention_mask):
+        net, field = (model, "logits") if head is None else (head.decoder, "last_hidden_state")
+        picked = packed_outputs(model, net, field, input_ids, attention_mask, response_width)  # [M, V | H]
+    if picked is not None:
+        chosen = targets[picked.rows, picked.cols]  # [M]
+        if head is None:
+            logp, entropy = selective_log_softmax(
+                picked.out[None], chosen[None], temperature, 1, with_entropy, entropy_grad
+            )
+        else:
+            logp, entropy = head_logprobs(picked.out, head.weight, chosen, temperature, with_entropy, entropy_grad)
+        return picked.scatter(logp.flatten()), (picked.scatter(entropy.flatten()) if entropy is not None else None)
+    # (perf) rows that share a prompt (a group) run it once: the same logits and gradient as one forward over
+    # the full rows (rlx.forward.prefix, tests/rollout/test_prefix.py); positions are cumsum(mask) − 1 there too.
     if head is None:
         logits = shared_prefix_logits(model, input_ids, attention_mask, response_width)  # [n, T, V]
         return selective_log_softmax(logits, targets, temperature, with_entropy=with_entropy, entropy_grad=entropy_grad)
@@ -160,6 +179,7 @@ def sequence_logprobs(
     *,
     micro_batch_tokens: int | None = None,
     with_entropy: Literal[False] = False,
+    pack: bool = True,
 ) -> Tensor: ...
 
 
@@ -174,6 +194,7 @@ def sequence_logprobs(
     *,
     micro_batch_tokens: int | None = None,
     with_entropy: Literal[True],
+    pack: bool = True,
 ) -> tuple[Tensor, Tensor]: ...
 
 
@@ -187,13 +208,15 @@ def sequence_logprobs(
     *,
     micro_batch_tokens: int | None = None,
     with_entropy: bool = False,
+    pack: bool = True,
 ) -> Tensor | tuple[Tensor, Tensor]:
     """log π(y_t | x, y<t) of each completion token [N, T], micro-batch by micro-batch (`micro_batch_size`
     sequences, or a `micro_batch_tokens` budget; None = all at once); 0 on positions past each micro-batch's
-    longest completion. With `with_entropy`, returns (log-probs, entropy) [N, T] each."""
+    longest completion (everywhere no real completion token is predicted, with `pack`). With `with_entropy`,
+    returns (log-probs, entropy) [N, T] each."""
 
     def run(ids: Tensor, mask: Tensor, width: int):
-        logp, entropy = forward_logprobs(model, ids, mask, width, temperature, with_entropy)
+        logp, entropy = forward_logprobs(model, ids, mask, width, temperature, with_entropy, pack=pack)
         return (logp, entropy) if with_entropy else logp
 
     out = map_micro_batches(run, input_ids, attention_mask, response_width, micro_batch_size, micro_batch_tokens)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from torch import Tensor, nn
 
 from rlx.algos.value import clipped_value_loss
+from rlx.forward.packing import packed_outputs, packs
 from rlx.models.adapters import plain_copy
 
 
@@ -22,12 +23,21 @@ class ValueModel(nn.Module):
         nn.init.zeros_(self.head.weight)  # V ≡ 0 at the start: the first advantages are the plain returns
         nn.init.zeros_(self.head.bias)
 
-    def forward(self, input_ids: Tensor, attention_mask: Tensor, response_width: int) -> Tensor:
+    def forward(self, input_ids: Tensor, attention_mask: Tensor, response_width: int, pack: bool = True) -> Tensor:
         """V(x, y<t) for every completion token t: the hidden state at the position that predicts y_t.
+
+        With `pack` (algo.pack_sequences) the real tokens run packed without padding where that is exact
+        (rlx.forward.packing), and the values are 0 where no real completion token is predicted.
 
         Args: input_ids, attention_mask: [N, P + T] (left-padded prompt, then completion), response_width T.
         Returns: values [N, T].
         """
+        if pack and packs(self.body, attention_mask):
+            picked = packed_outputs(
+                self.body, self.body, "last_hidden_state", input_ids, attention_mask, response_width
+            )
+            if picked is not None:  # [M, H] → [N, T]
+                return picked.scatter(self.head(picked.out.to(self.head.weight.dtype)).squeeze(-1))
         position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)  # [N, P + T] as in sequence_logprobs
         hidden = self.body(
             input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False

@@ -3,10 +3,10 @@
 Two layers, each tested on its own:
   * the whole reward (static vocabulary, then the sandboxes, then the checker's comparison): every attack
     earns 0 (the plan attack: exactly the correctness reward);
-  * the sandboxed runs alone, as if the vocabulary had let the program through (`past_the_vocabulary`): the
+  * the sandboxed runs alone, as if the static check had let the program through (`past_the_vocabulary`): the
     attacks on secrets (seeds, RNG state) still earn no correctness because the inputs never exist in the
-    candidate's process before forward; the in-process checks stop the rest, except the one strict xfail
-    below, an in-process trick only the vocabulary stops (that is why the vocabulary is decided outside).
+    candidate's process before forward; the runtime account stops the rest, except the two strict xfails
+    below, in-process tricks only the static check stops (that is why it is decided outside).
 """
 
 from __future__ import annotations
@@ -23,19 +23,21 @@ PROBLEM = next(iter(generate([(16, 100)], ["float32"], ["relu"], [], [], fused=F
 ROW = {"source": PROBLEM.source, "preamble": IMPORTS, "plan": PROBLEM.plan}
 # launches a kernel that loads and stores (o[0] = x[0]): passes the static checks, computes nothing of the task
 NOOP = "# plan: B=128, mask c<n\n@triton.jit\ndef k(xp,o,n,B:tl.constexpr):\n tl.store(o,tl.load(xp))\n"
-CHANNEL_FORGERY = """import sys
-from rlx.rewards.triton.tensors import encode_tensor, to_torch
-frame = sys._getframe(0)
+CHANNEL_FORGERY = """try:
+    raise RuntimeError
+except RuntimeError as error:
+    frame = error.__traceback__.tb_frame
 while frame is not None and "send" not in frame.f_locals:
     frame = frame.f_back
 send, receive = frame.f_locals["send"], frame.f_locals["receive"]
+encode_tensor, to_torch = frame.f_globals["encode_tensor"], frame.f_globals["to_torch"]
 send({"ok": True})
 while (request := receive()) is not None:
     message = request[0]
     x = to_torch(message["inputs"][0]["tensor"])
     send({"trial": message["trial"], "output": encode_tensor(torch.relu(x)), "launch_count": 1,
           "launches": [{"kernel": "k", "ints": {"B": 128}}], "refused": [], "canaries_ok": True,
-          "inputs_unchanged": True})
+          "inputs_unchanged": True, "output_from_kernel": True})
 class ModelNew(nn.Module):
     def forward(self, x):
         return x
@@ -177,7 +179,7 @@ ALONE = {
     "rng_seed": Status.FAIL,  # the inputs were drawn elsewhere: the precomputed table is for other inputs
     "storage_bytes": Status.VIOLATION,  # untyped_storage refused in forward
     "mode_stack_flag": Status.VIOLATION,  # no flag: torch.relu refused
-    "subclass_at_encode": Status.VIOLATION,  # not exactly a torch.Tensor
+    "subclass_at_encode": Status.CRASH,  # the subclass cannot even be built under the dispatch account
     "violation_with_plan": Status.VIOLATION,
     "noop_with_plan": Status.FAIL,
 }
@@ -200,12 +202,14 @@ def test_harness_alone_keeps_its_channel(verdicts):
 
 
 POP_AND_PUSH = forward(
-    "        k[(1,)](x, x, 1, B=16)\n        guard = torch._C._pop_torch_function_stack()\n"
-    "        y = torch.relu(x)\n        torch._C._push_on_torch_function_stack(guard)\n        return y\n"
+    "        y = torch.empty_like(x)\n        k[(1,)](x, y, 1, B=16)\n"
+    "        calls = torch._C._pop_torch_function_stack()\n        ops = torch._C._pop_torch_dispatch_stack(None)\n"
+    "        y.copy_(torch.relu(x))\n        torch._C._push_on_torch_dispatch_stack(ops)\n"
+    "        torch._C._push_on_torch_function_stack(calls)\n        return y\n"
 )
 
 
-@pytest.mark.xfail(strict=True, reason="in-process, the guard cannot see itself taken off the stack and put back")
+@pytest.mark.xfail(strict=True, reason="in-process, the account cannot see itself taken off the stacks and put back")
 def test_guard_alone_sees_pop_and_push():
     reward = kernel_reward(61530)
     try:

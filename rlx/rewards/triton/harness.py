@@ -6,29 +6,47 @@ reference (program: the task file; a Sandbox of its own, never used for a candid
 (`get_inputs` after `torch.manual_seed(seed)`), runs Model and replies with a ReferenceTrial: inputs and
 output as bytes. The seeds reach only this process.
 candidate (program: the completion; the load request carries the task file): {"op": "load", "mode":
-"candidate", "task", "init_seed", "device"} builds ModelNew; {"op": "forward", "trial", "inputs"} copies the
-inputs into canary-padded buffers, runs the guarded forward and replies with a CandidateTrial: the output's
-bytes (rlx.rewards.triton.tensors.encode_output: exactly a torch.Tensor, not an input's memory) and the
-in-process facts. Nothing here draws inputs, so torch's RNG state (seeded with the public `init_seed` before
-the model is built, as KernelBench seeds both models alike) says nothing about them.
+"candidate", "task", "init_seed", "device", "torch_in_forward"} builds ModelNew (the program runs with
+rlx.rewards.triton.launches' builtins, its source registered for Triton's `inspect`); under
+`reference_layers` the task's Model is built first, only to read which torch.nn module types it instantiates.
+{"op": "forward", "trial", "inputs"} copies the inputs into canary-padded buffers, runs forward under the
+runtime account (rlx.rewards.triton.account) and replies with a CandidateTrial: the output's bytes
+(rlx.rewards.triton.tensors.encode_output: exactly a torch.Tensor, not an input's memory), whether a launched
+kernel was given its storage, and the in-process facts. Nothing here draws inputs, so torch's RNG state
+(seeded with the public `init_seed` before the model is built, as KernelBench seeds both models alike) says
+nothing about them.
 Both: {"op": "time", "repeats", "seed" | "inputs"} -> a Timing (CUDA only). A load reply is {"ok": true},
 {"error", "detail"} or {"violation"}. The comparison runs in the checker (rlx.rewards.triton.reward).
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import linecache
 import statistics
 from collections.abc import Callable
 
 import torch
 
-from rlx.rewards.triton.guards import ForwardGuard, canaries_intact, count_launches, padded
+from rlx.rewards.triton.account import Account, CallGuard, DispatchAccount, Layers
+from rlx.rewards.triton.guards import canaries_intact, padded
+from rlx.rewards.triton.launches import CANDIDATE_FILE, Launches, Session, candidate_builtins, install
 from rlx.rewards.triton.records import CandidateTrial, Launch, ReferenceTrial, Timing
-from rlx.rewards.triton.tensors import NotATensor, encode_output, encode_tensor, storage_span, to_torch
+from rlx.rewards.triton.tensors import (
+    NotATensor,
+    encode_output,
+    encode_tensor,
+    storage_ptr,
+    storage_span,
+    to_device,
+    to_torch,
+)
 
 # bound at import (the sandbox's zygote preloads this module before any candidate code exists)
 _function_modes, _dispatch_modes = torch._C._len_torch_function_stack, torch._C._len_torch_dispatch_stack
 _torch_function_on, _equal, _clone = torch._C._is_torch_function_enabled, torch.equal, torch._C.TensorBase.clone
+MODES = ("kernels_only", "reference_layers")
 
 
 def _modes_clean() -> bool:
@@ -71,26 +89,39 @@ def _encode_input(value: object) -> dict:
 
 
 def _decode_input(encoded: dict, device: str) -> object:
-    return to_torch(encoded["tensor"]).to(device) if "tensor" in encoded else encoded["value"]
+    return to_device(to_torch(encoded["tensor"]), device) if "tensor" in encoded else encoded["value"]
+
+
+def _warm() -> None:
+    """Runs the account once at import, in the sandbox's zygote, so that whatever its first use loads is loaded
+    once for every forked candidate."""
+    # optional dependency: triton (Linux only)
+    import triton.runtime.autotuner  # noqa: F401  imported here once rather than in each candidate
+    import triton.runtime.interpreter  # noqa: F401
+
+    with torch.no_grad(), CallGuard(Account([], None)), DispatchAccount(Account([], None)):
+        torch.empty(1).view(1)
+
+
+_warm()
 
 
 def serve(program: str, receive, send) -> None:
-    counter = [0]  # launches counted by the launch wrapper, with the kernel and block keywords of the first 8
-    launches: list[tuple[str, dict[str, int]]] = []
-    count_launches(counter, launches)
+    session = Session()
+    install(session)
     state: dict = {}
     while (request := receive()) is not None:
         message = request[0]
         op = message.get("op")
         try:
             if op == "load":
-                reply = _load(program, message, state)
+                reply = _load(program, message, state, session)
             elif op == "draw" and state.get("mode") == "reference":
                 reply = _draw(message, state)
             elif op == "forward" and state.get("mode") == "candidate":
-                reply = _forward(message, state, counter, launches).to_json()
+                reply = _forward(message, state, session).to_json()
             elif op == "time" and "model" in state:
-                reply = _timing(message, state).to_json()
+                reply = _timing(message, state, session).to_json()
             else:
                 reply = {"error": "BadRequest", "detail": f"op {op!r} in this state"}
         except MemoryError:
@@ -98,14 +129,32 @@ def serve(program: str, receive, send) -> None:
         send(reply)
 
 
-def _load(program: str, message: dict, state: dict) -> dict:
+def _reference_layers(namespace: dict) -> Layers:
+    """The torch.nn layers the task's Model instantiates: per type with parameters or buffers of its own, how
+    many (its own class, containers and parameter-free modules aside)."""
+    model = namespace["Model"](*namespace["get_init_inputs"]())
+    counts: dict[type, int] = {}
+    for module in model.modules() if isinstance(model, torch.nn.Module) else ():
+        own = [*module.parameters(recurse=False), *module.buffers(recurse=False)]
+        if type(module).__module__.startswith("torch.nn.") and own:
+            counts[type(module)] = counts.get(type(module), 0) + 1
+    return Layers(counts)
+
+
+def _load(program: str, message: dict, state: dict, session: Session | None = None) -> dict:
     candidate, device = message["mode"] == "candidate", message["device"]
     namespace: dict = {"__name__": "__task__"}
+    layers = None
     try:
         exec(compile(message["task"] if candidate else program, "<task>", "exec"), namespace)
         if candidate:
-            namespace = {**namespace, "__name__": "__candidate__"}
-            exec(compile(program, "<candidate>", "exec"), namespace)
+            if message.get("torch_in_forward", "kernels_only") not in MODES:
+                return {"error": "BadRequest", "detail": f"torch_in_forward {message.get('torch_in_forward')!r}"}
+            if message.get("torch_in_forward") == "reference_layers":
+                layers = _reference_layers(namespace)
+            namespace = {**namespace, "__name__": "__candidate__", "__builtins__": candidate_builtins()}
+            linecache.cache[CANDIDATE_FILE] = (len(program), None, program.splitlines(True), CANDIDATE_FILE)
+            exec(compile(program, CANDIDATE_FILE, "exec"), namespace)
         cls = namespace["ModelNew" if candidate else "Model"]
         torch.manual_seed(message["init_seed"])
         model = cls(*namespace["get_init_inputs"]())
@@ -117,7 +166,9 @@ def _load(program: str, message: dict, state: dict) -> dict:
         return {"error": _name(err).split(":")[0], "detail": _name(err)}
     if not _modes_clean():
         return {"violation": "torch mode left active after loading the program"}
-    state.update(model=model, namespace=namespace, device=device, mode=message["mode"])
+    if candidate and session is not None and (changed := session.changed_class()):
+        return {"violation": f"the program changed {changed} (monkeypatching a library)"}
+    state.update(model=model, namespace=namespace, device=device, mode=message["mode"], layers=layers)
     return {"ok": True}
 
 
@@ -128,7 +179,8 @@ def _draw(message: dict, state: dict) -> dict:
     output, error = None, None
     try:
         encoded = [_encode_input(x) for x in inputs]
-        result = state["model"](*inputs)
+        with torch.no_grad():
+            result = state["model"](*inputs)
         output = encode_tensor(result) if isinstance(result, torch.Tensor) else None
         error = None if output is not None else f"forward returned {type(result).__name__}, not a tensor"
     except MemoryError:
@@ -138,7 +190,20 @@ def _draw(message: dict, state: dict) -> dict:
     return ReferenceTrial(message["trial"], tuple(encoded), output, error).to_json()
 
 
-def _forward(message: dict, state: dict, counter: list, launches: list) -> CandidateTrial:
+@contextlib.contextmanager
+def _accounted(session: Session, account: Account, launches: Launches):
+    """The forward's account and launch record, current while it runs (no garbage collection meanwhile: a
+    finaliser of the program's would run where the account is already gone)."""
+    session.account, session.launches = account, launches
+    gc.disable()
+    try:
+        with torch.no_grad(), CallGuard(account), DispatchAccount(account):
+            yield
+    finally:
+        session.account, session.launches = None, None
+
+
+def _forward(message: dict, state: dict, session: Session) -> CandidateTrial:
     trial, device, model = message["trial"], state["device"], state["model"]
     try:
         given = [_decode_input(x, device) for x in message["inputs"]]
@@ -148,25 +213,28 @@ def _forward(message: dict, state: dict, counter: list, launches: list) -> Candi
     inputs = [padded(x, registry) if isinstance(x, torch.Tensor) else x for x in given]
     spans = [storage_span(x) for x in inputs if isinstance(x, torch.Tensor)]
     before = [_clone(x) if isinstance(x, torch.Tensor) else x for x in inputs]
-    guard = ForwardGuard(registry)
-    counter[0] = 0
-    launches.clear()
-    encoded, error, violation = None, None, None
+    account, launches = Account(registry, state["layers"]), Launches()
+    encoded, error, violation, from_kernel = None, None, None, False
     try:
-        with guard:
+        with _accounted(session, account, launches):
             output = model(*inputs)
         if device == "cuda":
             torch.cuda.synchronize()
         if not _modes_clean():
             violation = "torch mode left active by forward"
+        elif changed := session.changed_class():
+            violation = f"the program changed {changed} (monkeypatching a library)"
         else:
             encoded = encode_output(output, spans)
+            from_kernel = storage_ptr(output) in launches.storages
     except NotATensor as why:
         violation = str(why)
     except MemoryError:
         raise
     except BaseException as err:  # noqa: BLE001
         error = _name(err)
+    finally:
+        gc.enable()
     clean = violation is None or not violation.startswith("torch mode")
     unchanged = clean and all(
         not isinstance(a, torch.Tensor) or (isinstance(b, torch.Tensor) and _equal(a, b))
@@ -177,32 +245,40 @@ def _forward(message: dict, state: dict, counter: list, launches: list) -> Candi
         output=encoded,
         error=error,
         violation=violation,
-        launch_count=counter[0],
-        launches=tuple(Launch(kernel, ints) for kernel, ints in launches),
-        refused=tuple(guard.refused),
+        launch_count=launches.count,
+        launches=tuple(Launch(kernel, ints, line) for kernel, line, ints in launches.first),
+        kernels=tuple(sorted(launches.kernels))[:64],
+        refused=tuple(account.refused + launches.refused)[:16],
         canaries_ok=clean and canaries_intact(registry),
         inputs_unchanged=unchanged,
+        output_from_kernel=from_kernel,
     )
 
 
-def _timing(message: dict, state: dict) -> Timing:
-    """The median ms of a forward, timed like KernelBench; the candidate under the allow-list it was checked under."""
+def _timing(message: dict, state: dict, session: Session) -> Timing:
+    """The median ms of a forward, timed like KernelBench; the candidate under the account it was checked under."""
     model, device = state["model"], state["device"]
     if state["mode"] == "candidate":
         inputs = [_decode_input(x, device) for x in message["inputs"]]
     else:
         torch.manual_seed(message["seed"])
         inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in state["namespace"]["get_inputs"]()]
-    guard = ForwardGuard([]) if state["mode"] == "candidate" else None
+    account = Account([], state["layers"]) if state["mode"] == "candidate" else None
+    launches = Launches()
 
     def call():
-        if guard is None:
-            return model(*inputs)
-        with guard:
+        if account is None:
+            with torch.no_grad():
+                return model(*inputs)
+        with _accounted(session, account, launches):
             return model(*inputs)
 
-    refused = () if guard is None else guard.refused
     try:
-        return Timing(ms=_time_cuda(call, message["repeats"]), refused=tuple(refused))
+        ms = _time_cuda(call, message["repeats"])
+        refused = () if account is None else tuple(account.refused + launches.refused)
+        return Timing(ms=ms, refused=refused)
     except BaseException as err:  # noqa: BLE001  a forward that breaks only while timed earns no speedup
-        return Timing(error=_name(err), refused=tuple(refused))
+        refused = () if account is None else tuple(account.refused + launches.refused)
+        return Timing(error=_name(err), refused=refused)
+    finally:
+        gc.enable()

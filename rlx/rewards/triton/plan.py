@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 
 from rlx.rewards.triton.records import Launch
-from rlx.rewards.triton.static import is_kernel
+from rlx.rewards.triton.static import kernel_defs
 
 PLAN = re.compile(r"^# plan: (\w+)=(\d+), (no mask|mask\b[^\n]*)$", re.M)
 
@@ -48,15 +48,15 @@ def read_plan(text: str) -> Plan | None:
     return Plan(found.group(1), int(found.group(2)), found.group(3) != "no mask")
 
 
-def consistent(plan: Plan, tree: ast.AST, launches: list[Launch]) -> bool:
+def consistent(plan: Plan, tree: ast.Module, launches: list[Launch]) -> bool:
     """The launches used the planned block and the launched kernels mask iff planned."""
-    launched = [launch.ints[plan.name] for launch in launches if plan.name in launch.ints]
-    same_block = bool(launched) and all(type(v) is int and v == plan.block for v in launched)
+    blocks = [launch.ints[plan.name] for launch in launches if plan.name in launch.ints]
+    same_block = bool(blocks) and all(type(v) is int and v == plan.block for v in blocks)
     names = {launch.kernel for launch in launches}
     memory = [
         node
-        for kernel in ast.walk(tree)
-        if isinstance(kernel, ast.FunctionDef) and is_kernel(kernel) and kernel.name in names
+        for (name, _), kernel in kernel_defs(tree).items()
+        if name in names
         for node in ast.walk(kernel)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("load", "store")
     ]

@@ -4,8 +4,9 @@ the record's shape (never an exception in the trainer, whatever the candidate wr
 ReferenceTrial (the reference run: only the task file runs there): the trial's inputs, drawn in that process
 from seeds the candidate's process never sees, and the reference's output. CandidateTrial: what the
 candidate's forward returned on those inputs, sent to it as bytes, plus the harness's in-process facts
-(launches, refused torch calls, canaries, inputs unchanged, and `violation`: an output that is not a plain
-tensor, or a torch mode left active). Tensors cross as rlx.rewards.triton.tensors encodings.
+(launches and the kernels launched, refused torch operations and launches, whether a launched kernel was given
+the output's storage, canaries, inputs unchanged, and `violation`: an output that is not a plain tensor, or a
+torch mode left active). Tensors cross as rlx.rewards.triton.tensors encodings.
 """
 
 from __future__ import annotations
@@ -61,10 +62,16 @@ class ReferenceTrial:
 
 @dataclass(frozen=True)
 class Launch:
-    """One kernel launch: the @triton.jit function's name and the integer keyword arguments ({"B": 128})."""
+    """One kernel launch: the @triton.jit function's name, the integer keyword arguments ({"B": 128}) and the
+    first line of its code (its first decorator's: the checker's key for the program's kernel defs)."""
 
     kernel: str
     ints: dict
+    line: int = 0
+
+
+def _is_key(value: object) -> bool:
+    return isinstance(value, list) and len(value) == 2 and isinstance(value[0], str) and type(value[1]) is int
 
 
 @dataclass(frozen=True)
@@ -75,9 +82,11 @@ class CandidateTrial:
     violation: str | None = None
     launch_count: int = 0
     launches: tuple[Launch, ...] = ()  # the first 8
+    kernels: tuple[tuple[str, int], ...] = ()  # every kernel launched, as (name, first line)
     refused: tuple[str, ...] = ()
     canaries_ok: bool = False
     inputs_unchanged: bool = False
+    output_from_kernel: bool = False
 
     def to_json(self) -> dict:
         out: dict = {"trial": self.trial}
@@ -87,10 +96,12 @@ class CandidateTrial:
         return {
             **out,
             "launch_count": self.launch_count,
-            "launches": [{"kernel": launch.kernel, "ints": launch.ints} for launch in self.launches],
+            "launches": [{"kernel": x.kernel, "ints": x.ints, "line": x.line} for x in self.launches],
+            "kernels": [list(key) for key in self.kernels],
             "refused": list(self.refused),
             "canaries_ok": self.canaries_ok,
             "inputs_unchanged": self.inputs_unchanged,
+            "output_from_kernel": self.output_from_kernel,
         }
 
     @classmethod
@@ -99,6 +110,7 @@ class CandidateTrial:
         trial, output = record.get("trial"), record.get("output")
         count, launches, refused = record.get("launch_count", 0), record.get("launches", []), record.get("refused", [])
         canaries_ok, unchanged = record.get("canaries_ok", False), record.get("inputs_unchanged", False)
+        kernels, from_kernel = record.get("kernels", []), record.get("output_from_kernel", False)
         if (
             type(trial) is not int
             or not (output is None or _is_tensor(output))
@@ -108,16 +120,19 @@ class CandidateTrial:
             or not all(isinstance(r, str) for r in refused)
             or type(canaries_ok) is not bool
             or type(unchanged) is not bool
+            or type(from_kernel) is not bool
+            or not isinstance(kernels, list)
+            or not all(map(_is_key, kernels))
         ):
             return None
         parsed = []
         for launch in launches:
             if not (isinstance(launch, dict) and isinstance(launch.get("kernel"), str)):
                 return None
-            ints = launch.get("ints")
-            if not (isinstance(ints, dict) and all(type(v) is int for v in ints.values())):
+            ints, line = launch.get("ints"), launch.get("line", 0)
+            if not (isinstance(ints, dict) and all(type(v) is int for v in ints.values()) and type(line) is int):
                 return None
-            parsed.append(Launch(launch["kernel"], ints))
+            parsed.append(Launch(launch["kernel"], ints, line))
         return cls(
             trial,
             output,
@@ -125,9 +140,11 @@ class CandidateTrial:
             _text(record.get("violation")),
             count,
             tuple(parsed),
+            tuple((name, line) for name, line in kernels),
             tuple(refused),
             canaries_ok,
             unchanged,
+            from_kernel,
         )
 
 
@@ -144,7 +161,7 @@ def first_by_trial(records, parse) -> dict:
 @dataclass(frozen=True)
 class Timing:
     """The harness's GPU timing of one forward (CUDA only): `ms`, the median milliseconds after warm-up, or
-    `error`, what the forward raised while timed; refused: the torch calls the allow-list refused while timed."""
+    `error`, what the forward raised while timed; refused: what the runtime account refused while timed."""
 
     ms: float | None = None
     error: str | None = None

@@ -13,10 +13,17 @@ Where each thing lives (issue 26: a verdict is computed where candidate code nev
 Checks, each with its own label in `details["checks"]`:
   parses, defines_model_new       static (FORMAT);
   defines_jit_kernel, loads_and_stores, vocabulary   static (VIOLATION): KernelBench/TritonRL's syntax checks
-                  and the kernel vocabulary (rlx.rewards.triton.static), which keeps candidate code away from
-                  the in-process checks' state;
-  launched        every trial launched a Triton kernel that stores (counted at runtime, not by regex);
-  no_fallback     no torch compute inside ModelNew.forward (allow-list TorchFunctionMode);
+                  and the static check (rlx.rewards.triton.static), which keeps candidate code away from the
+                  harness's state, frames, files and Triton's interpreter internals;
+  launched        every trial launched a kernel, each one a @triton.jit def of the program, one of them writing
+                  memory (known at runtime from the launched functions' code objects, not from decorator names);
+  no_fallback     no torch compute inside ModelNew.forward: the runtime account (rlx.rewards.triton.account)
+                  records every ATen op and who issued it; only metadata, views, allocations and constant fills
+                  of fresh buffers are the program's to run (under torch_in_forward=reference_layers, also the
+                  forward of the reference Model's own layer types), Triton's own argument marshalling is exempt;
+                  a launch that carries a non-tensor pointer or a tensor constexpr, or a kernel called as Python,
+                  fails it too;
+  kernel_output   the returned tensor's storage was passed to a kernel launched during the forward;
   plain_output    forward returned exactly a torch.Tensor, not an input's memory, and left no torch mode on;
   in_bounds, inputs_unchanged   canary padding around every buffer, inputs compared after the call;
   correct         all trials match the reference: exact dtype and shape, finite, KernelBench atol = rtol
@@ -35,7 +42,6 @@ MemoryError) gives a labelled zero.
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import hashlib
 import secrets
@@ -44,30 +50,23 @@ from rlx.rewards.base import Status, Verdict
 from rlx.rewards.sandbox.session import Failure, Limits, Sandbox, Session
 from rlx.rewards.triton.plan import plan_score
 from rlx.rewards.triton.records import CandidateTrial, ReferenceTrial, Timing, first_by_trial
-from rlx.rewards.triton.static import is_kernel, memory_calls, static_checks, task_names
+from rlx.rewards.triton.static import StaticResult, static_checks, task_names
 from rlx.rewards.triton.tensors import compare
 from rlx.rewards.unit_tests import extract_code
 
 HARNESS = "rlx.rewards.triton.harness"
-MODULES = ("rlx.rewards.triton.guards", "rlx.rewards.triton.records", "rlx.rewards.triton.tensors")
+MODULES = tuple(
+    f"rlx.rewards.triton.{m}" for m in ("account", "guards", "launches", "records", "tensors", "vocabulary")
+)
+TORCH_IN_FORWARD = ("kernels_only", "reference_layers")
 PACKAGES = ("torch", "triton", "numpy")
 # Public: the models' weights are initialised alike (KernelBench seeds both); the trial inputs do not come from
 # it, nor from anything else in the candidate's process.
 INIT_SEED = 0
-RUNTIME_CHECKS = ("launched", "no_fallback", "plain_output", "in_bounds", "inputs_unchanged")
+RUNTIME_CHECKS = ("launched", "no_fallback", "kernel_output", "plain_output", "in_bounds", "inputs_unchanged")
 ZERO = {"valid": 0.0, "compiled": 0.0, "correct": 0.0, "fast_1": 0.0, "plan": 0.0}
 FORMAT_ERRORS = ("SyntaxError", "IndentationError", "TabError")
 Outcome = dict | Failure  # a session's replies ({"load": reply} or {"trials": [...], "timing": ...}), or its end
-
-
-def storing_kernels(code: str) -> set[str]:
-    """Names of the @triton.jit functions that call tl.store (a launch of anything else computes nothing)."""
-    try:
-        tree = ast.parse(code)
-        kernels = [k for k in ast.walk(tree) if isinstance(k, ast.FunctionDef) and is_kernel(k)]
-        return {k.name for k in kernels if "store" in memory_calls(k)}
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return set()
 
 
 def reference_trials(reference: Outcome) -> dict[int, ReferenceTrial] | str:
@@ -96,12 +95,12 @@ def decide(
     reference: Outcome,
     speedup_cap: float,
     speedup_weight: float,
-    storing: set[str] | None = None,
-    refused_word: str = "",
+    static: StaticResult | None = None,
 ) -> Verdict:
     """Verdict from the static checks, what the candidate's session answered (or how it ended) and the
-    reference's (no plan: TritonReward adds it to a PASS). `storing`: the kernels that call tl.store (None: any
-    launch counts)."""
+    reference's (no plan: TritonReward adds it to a PASS). `static`: the program's kernels and which of them
+    write memory (None: any launch counts)."""
+    refused_word = static.reason if static is not None else ""
     if not (checks["parses"] and checks["defines_model_new"]):
         return Verdict(0.0, Status.FORMAT, ZERO, {"checks": checks})
     for check, why in (
@@ -130,13 +129,16 @@ def decide(
         for t, r in zip(sorted(expected), got, strict=True)
     ]
 
-    def stores(r: CandidateTrial) -> bool:
-        return storing is None or any(launch.kernel in storing for launch in r.launches)
+    def launched(r: CandidateTrial | None) -> bool:
+        if r is None or r.launch_count == 0:
+            return False
+        return static is None or (set(r.kernels) <= static.kernels and bool(set(r.kernels) & static.writers))
 
     checks = {
         **checks,
-        "launched": all(r is not None and r.launch_count > 0 and stores(r) for r in got),
+        "launched": all(launched(r) for r in got),
         "no_fallback": not any(r is not None and r.refused for r in got),
+        "kernel_output": all(r is not None and r.output_from_kernel for r in got),
         "plain_output": not any(r is not None and r.violation for r in got),
         "in_bounds": all(r is not None and r.canaries_ok for r in got),
         "inputs_unchanged": all(r is not None and r.inputs_unchanged for r in got),
@@ -144,8 +146,13 @@ def decide(
         "correct": all(ok for ok, _ in comparisons),
     }
     violations = [r.violation for r in got if r is not None and r.violation]
+    foreign = {k for r in got if r is not None and static is not None for k in r.kernels} - (
+        static.kernels if static is not None else set()
+    )
     details = {
         "checks": checks,
+        "refused": sorted({x for r in got if r is not None for x in r.refused})[:6],
+        **({"foreign_kernels": sorted(f"{n}@{line}" for n, line in foreign)[:3]} if foreign else {}),
         "errors": errors[:3],
         "mismatch": [why for ok, why in comparisons if not ok][:3],
         **({"output": violations[0]} if violations else {}),
@@ -196,10 +203,18 @@ class TritonReward:
         time_repeats: int,
         limits: dict,
         base_uid: int,
+        torch_in_forward: str | None = None,
     ) -> None:
         """Refuses to start (SandboxUnavailable, one line) where no sandbox can be built."""
         if device not in ("auto", "cpu", "cuda"):
             raise ValueError(f"reward.device must be 'auto', 'cpu' or 'cuda' (got {device!r})")
+        if torch_in_forward is not None and torch_in_forward not in TORCH_IN_FORWARD:
+            raise ValueError(
+                f"reward.torch_in_forward must be 'kernels_only' (all compute in Triton kernels), 'reference_layers' "
+                f"(the reference Model's own torch.nn layers may run too) or null (the task's, else kernels_only) "
+                f"(got {torch_in_forward!r})"
+            )
+        self.torch_in_forward = torch_in_forward
         if device == "auto":  # the same command scores on a GPU machine and on a CPU-only one
             # deferred: rlx.score scores without torch; only device=auto asks torch
             import torch
@@ -224,8 +239,24 @@ class TritonReward:
         self.reference_sandbox = Sandbox(HARNESS, 1, self.limits, base_uid=base_uid + workers, **common)  # type: ignore[arg-type]
         self._references: dict[str, Outcome] = {}
 
+    def bind(self, task) -> None:
+        """Resolve `torch_in_forward=None` from the task this reward scores (data=kernelbench states its level's:
+        level 2 and up keep the reference's layers), else kernels_only; called once at start by rlx.train's
+        preflight and rlx.score."""
+        if self.torch_in_forward is None:
+            stated = getattr(task, "torch_in_forward", None)
+            if stated is not None and stated not in TORCH_IN_FORWARD:
+                raise ValueError(f"the task states torch_in_forward={stated!r}: expected one of {TORCH_IN_FORWARD}")
+            self.torch_in_forward = stated
+
+    @property
+    def policy(self) -> str:
+        """The torch policy rows are scored under: reward.torch_in_forward, else the bound task's, else kernels_only."""
+        return self.torch_in_forward or "kernels_only"
+
     def _load(self, task: str, mode: str) -> dict:
-        return {"op": "load", "mode": mode, "task": task, "init_seed": INIT_SEED, "device": self.device}
+        message = {"op": "load", "mode": mode, "task": task, "init_seed": INIT_SEED, "device": self.device}
+        return {**message, "torch_in_forward": self.policy}
 
     def _reference_check(self, session: Session, index: int) -> dict:
         loaded, _ = session.request(self._load("", "reference"))
@@ -247,7 +278,7 @@ class TritonReward:
             for trial, given in enumerate(inputs):
                 reply, _ = session.request({"op": "forward", "trial": trial, "inputs": given})
                 trials.append(reply)
-                if str(reply.get("violation", "")).startswith("torch mode"):
+                if str(reply.get("violation", "")).startswith(("torch mode", "the program changed")):
                     return {"trials": trials}  # its harness's own torch calls are not to be trusted after this
             timing = None
             if self.device == "cuda":
@@ -274,7 +305,7 @@ class TritonReward:
         codes = [row.get("preamble", "") + extract_code(c) for c, row in zip(completions, rows, strict=True)]
         statics = [static_checks(code, *task_names(row["source"])) for code, row in zip(codes, rows, strict=True)]
         runnable: list[tuple[int, list[list[dict]]]] = []
-        for i, (checks, _) in enumerate(statics):
+        for i, (checks, *_) in enumerate(statics):
             expected = reference_trials(references[keys[i]])
             if all(checks.values()) and not isinstance(expected, str):
                 runnable.append((i, [list(expected[t].inputs) for t in sorted(expected)]))
@@ -290,22 +321,20 @@ class TritonReward:
         self,
         completion: str,
         code: str,
-        static: tuple[dict, str],
+        static: StaticResult,
         outcome: Outcome | None,
         reference: Outcome,
         plan_reference: str | None,
     ) -> Verdict:
         """decide, then the plan term on a PASS; a parser or decoder giving up on hostile output is a CRASH."""
-        checks, refused_word = static
         try:
             verdict = decide(
-                checks,
+                static.checks,
                 outcome if outcome is not None else {"trials": []},
                 reference,
                 self.speedup_cap,
                 self.speedup_weight,
-                storing_kernels(code),
-                refused_word,
+                static,
             )
             if verdict.status != Status.PASS or not isinstance(outcome, dict):
                 return verdict

@@ -1,337 +1,323 @@
-"""reward=triton's static checks, run in the checker on the completion's text (never on its objects).
+"""reward=triton's static check, run in the checker on the completion's text (never on its objects).
 
-Checks (`details["checks"]`): parses, defines_model_new, defines_jit_kernel (KernelBench/TritonRL's syntax
-check), loads_and_stores (some @triton.jit kernel calls both tl.load and tl.store), and `vocabulary`: the
-program uses only the words a kernel launcher needs. Every in-process check (the torch allow-list, launch
-counting, canaries) lives in the candidate's own process, where any Python that can reach its state could
-change it; the vocabulary is what keeps that state out of reach, and it is decided here, where the candidate
-cannot touch it. It refuses:
-  * any name or attribute starting with `_` (except `__init__`): no `__closure__`, `__globals__`, `__class__`,
-    `torch._C`, mode stacks, private helpers, flags on objects the harness owns;
-  * imports other than torch, torch.nn, triton, triton.language and math (no os, sys, threading, ctypes, numpy,
-    gc, inspect, importlib: no second thread outside the guard, no pipe to write, no frames);
-  * builtins outside a short list (no getattr/setattr/vars/globals/eval/exec/compile/open/type/memoryview);
-  * `torch.X`, `nn.X`, `triton.X` outside the allocation/launch words below (no torch compute, no
-    torch.library, torch.overrides, torch.initial_seed, no RNG), `tl.X` that names a module (tl.core...), and
-    `a.b.c` chains on modules;
-  * attributes of other objects outside the tensor-shape/launch words, except the program's own attributes
-    read through `self` or one of its classes;
-  * the task file's names other than its constants (`Model`, `get_inputs`: calling the reference is a
-    fallback) and Python's builtins outside the list (a name that exists nowhere is left to fail at run time,
-    a CRASH, as a garbled name is no attack);
-  * classes other than `nn.Module` subclasses (no torch.Tensor subclass computing when it is encoded), and
-    inside a kernel, calls of anything but tl.*, other kernels and range (under TRITON_INTERPRET=1 a kernel's
-    body is Python: a helper called from it would run unchecked).
-KernelBench-style answers for elementwise and row operations need none of what is refused. A completion
-that trips the vocabulary is a VIOLATION with the first offending word in `details["reason"]`.
+It decides only what no runtime record can: whether the program can reach the harness's state, frames, files,
+processes, threads or Triton's interpreter internals from inside the candidate's process. Torch compute is
+not its business: the runtime account (rlx.rewards.triton.account) records every ATen op forward runs. Names
+are resolved by scope, as Python resolves them (rlx.rewards.triton.program, .scopes). Refused:
+  * imports outside rlx.rewards.triton.vocabulary.IMPORTS and their denied submodules (a failed import caught by
+    `except ImportError` is tolerated: the harness makes it fail at run time), `from x import *`, relative ones;
+  * a banned builtin (eval, getattr, open, type, ...) wherever Python would look it up among the builtins,
+    whatever assignments exist (a module- or class-level binding falls through when it never ran); names Triton's
+    interpreter copies into the program's globals; the task file's names (`Model`, `get_inputs`) unless the
+    program binds them itself at top level; dunder names (but `__name__`);
+  * dunder attributes (but `__name__`, `__doc__`... and `.__init__` called), frame/code/handle attributes, a
+    library's private attributes (`torch._C`, `t._base`, `m._parameters`) and modules reached by another path
+    (`F.torch`), a module used as a value, metaclasses; the program's own private names and attributes are
+    fine: an attribute is its own when read through a method's own `self` (its first parameter, never rebound)
+    or its own class;
+  * setting attributes through a module-level name or an import (monkeypatching a library; a function's own
+    variables, `self` and `ctx` included, are the runtime account's to judge);
+  * `super(A, b)` but for its own class and instance, a class with keywords, or bases other than nn.Module,
+    torch.autograd.Function, `object` and its own classes; dunder methods other than `__init__`;
+  * Triton language functions outside kernel bodies, and inside a kernel (a def decorated by triton.jit as
+    its import holds it) calls of anything but tl.*, the program's kernels and a few builtins, attributes
+    outside Triton's value vocabulary, nested scopes, imports and try/with.
+The body of `if __name__ == "__main__":` is skipped (it never runs). A refused program is a VIOLATION whose
+`details["reason"]` names the first offence.
 """
 
 from __future__ import annotations
 
 import ast
-import builtins
 import functools
-import types
 from collections.abc import Collection
+from typing import NamedTuple
 
-MODULES = {"torch", "torch.nn", "triton", "triton.language", "math"}
-TORCH = {
-    "empty",
-    "empty_like",
-    "zeros",
-    "zeros_like",
-    "empty_strided",
-    "nn",
-    "Tensor",
-    "Size",
-    "device",
-    "dtype",
-    "float32",
-    "float16",
-    "bfloat16",
-    "float64",
-    "float",
-    "half",
-    "double",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "long",
-    "int",
-    "bool",
-}
-NN = {"Module", "Parameter"}
-TRITON = {"jit", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2", "language"}
-MATH = {"ceil", "floor", "log2", "sqrt", "pi", "e", "inf", "prod"}
-# methods and properties on tensors and plain values in host code: shapes, views, allocation, list building
-HOST_ATTRIBUTES = {
-    "shape",
-    "dtype",
-    "device",
-    "size",
-    "stride",
-    "numel",
-    "dim",
-    "ndim",
-    "contiguous",
-    "is_contiguous",
-    "view",
-    "reshape",
-    "flatten",
-    "unsqueeze",
-    "squeeze",
-    "element_size",
-    "new_empty",
-    "new_zeros",
-    "is_cuda",
-    "append",
-    "extend",
-    "items",
-    "keys",
-    "values",
-    "constexpr",
-}
-BUILTINS = {
-    "range",
-    "len",
-    "min",
-    "max",
-    "abs",
-    "int",
-    "float",
-    "bool",
-    "tuple",
-    "list",
-    "dict",
-    "isinstance",
-    "enumerate",
-    "zip",
-    "super",
-    "print",
-    "round",
-    "divmod",
-    "pow",
-    "sum",
-    "all",
-    "any",
-    "map",
-    "sorted",
-    "reversed",
-    "True",
-    "False",
-    "None",
-    "Exception",
-    "ValueError",
-    "RuntimeError",
-    "TypeError",
-    "AssertionError",
-    "NotImplementedError",
-}
-PYTHON_BUILTINS = set(dir(builtins))
-DECORATORS = {"staticmethod", "classmethod", "property"}
-KERNEL_CALLS = {"range", "min", "max", "int", "float", "len"}
+from rlx.rewards.triton.program import Program, Refused, caught_import_errors, lookup, main_guard
+from rlx.rewards.triton.scopes import COMPREHENSIONS
+from rlx.rewards.triton.vocabulary import (
+    BANNED_BUILTINS,
+    DENIED_NAMES,
+    FOREIGN_PRIVATE,
+    HARMLESS_DUNDERS,
+    KERNEL_BUILTINS,
+    importable,
+    interpreter_globals,
+    kernel_words,
+)
+
+LOADS = {"load", "gather"}
+WRITES = {"store", "atomic_add", "atomic_and", "atomic_cas", "atomic_max", "atomic_min", "atomic_or"}
+WRITES |= {"atomic_xchg", "atomic_xor", "atomic_store"}
+NOT_IN_KERNELS = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.Lambda,
+    ast.ClassDef,
+    *COMPREHENSIONS,
+    ast.Yield,
+    ast.YieldFrom,
+    ast.Await,
+    ast.Import,
+    ast.ImportFrom,
+    ast.Try,
+    ast.With,
+    ast.AsyncWith,
+    ast.AsyncFor,
+    ast.Global,
+    ast.Nonlocal,
+)
+Key = tuple[str, int]
+
+
+class StaticResult(NamedTuple):
+    checks: dict[str, bool]
+    reason: str  # why the vocabulary refused the code, or ""
+    kernels: frozenset[Key]  # (name, first line) of every kernel def
+    writers: frozenset[Key]  # the kernels that write memory (themselves or through kernels they call)
+
+
+def _dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
 
 
 @functools.cache
-def _tl_words() -> set[str]:
+def _base_classes() -> tuple[type, ...]:
+    import torch
+
+    return torch.nn.Module, torch.autograd.Function
+
+
+def _language_function(value: object) -> bool:
+    """A Triton language function (tl.load, libdevice.exp, tl.cdiv): callable only inside a kernel."""
     # optional dependency: triton (Linux only)
     import triton.language as tl
 
-    return {n for n in dir(tl) if not n.startswith("_") and not isinstance(getattr(tl, n), types.ModuleType)}
+    return callable(value) and not isinstance(value, (type, tl.dtype, tl.constexpr))
 
 
-@functools.cache
-def _tensor_words() -> set[str]:
-    # optional dependency: triton (Linux only)
-    import triton.language as tl
+class _Check:
+    def __init__(self, program: Program, constants: Collection[str], reserved: Collection[str]) -> None:
+        self.p, self.constants, self.reserved = program, set(constants), set(reserved)
+        module = program.tree.body
+        self.top_level = {
+            t.id for s in module if isinstance(s, ast.Assign) for t in s.targets if isinstance(t, ast.Name)
+        }
+        self.top_level |= {
+            s.name for s in module if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        }
+        self.top_level |= {a.asname or a.name for s in module if isinstance(s, ast.ImportFrom) for a in s.names}
+        self.top_level |= {
+            a.asname or a.name.split(".")[0] for s in module if isinstance(s, ast.Import) for a in s.names
+        }
 
-    return {n for n in dir(tl.tensor) if not n.startswith("_")}
+    def statements(self, body: list[ast.stmt], kernel: bool = False, guarded: bool = False) -> None:
+        for statement in body:
+            self.node(statement, kernel, guarded)
 
-
-class Refused(Exception):
-    """The first word outside the vocabulary."""
-
-
-class _Scan:
-    """One pass over the candidate's AST with the names it binds; `check` raises Refused."""
-
-    def __init__(self, nodes: list[ast.AST], constants: Collection[str], reserved: Collection[str]) -> None:
-        self.modules: dict[str, str] = {}  # local name -> module it binds
-        self.bound: set[str] = set(constants)
-        self.reserved = (set(reserved) | PYTHON_BUILTINS) - BUILTINS - self.bound
-        self.own_attributes: set[str] = set()
-        self.classes: set[str] = set()
-        self.kernels: set[str] = set()
-        for node in nodes:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                self.bound.add(node.name)
-                if isinstance(node, ast.ClassDef):
-                    self.classes.add(node.name)
-                    self.own_attributes |= {
-                        n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                    }
-                    assigned = [t for n in node.body if isinstance(n, ast.Assign) for t in n.targets]
-                    self.own_attributes |= {t.id for t in assigned if isinstance(t, ast.Name)}
-                elif is_kernel(node):
-                    self.kernels.add(node.name)
-            elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-                self.bound.add(node.id)
-            elif isinstance(node, ast.arg):
-                self.bound.add(node.arg)
-            elif isinstance(node, ast.ExceptHandler) and node.name:
-                self.bound.add(node.name)
-            elif (
-                isinstance(node, ast.Attribute)
-                and isinstance(node.ctx, ast.Store)
-                and isinstance(node.value, ast.Name)
-                and node.value.id == "self"
-            ):
-                self.own_attributes.add(node.attr)
-        self.tl, self.tensor = _tl_words(), _tensor_words()
-
-    def check(self, tree: ast.Module) -> None:
-        for node in tree.body:
-            self.statement(node, in_kernel=False)
-
-    def statement(self, node: ast.AST, in_kernel: bool) -> None:
+    def node(self, node: ast.AST, kernel: bool, guarded: bool) -> None:
+        if kernel and isinstance(node, NOT_IN_KERNELS):
+            raise Refused(f"{type(node).__name__} inside a kernel")
+        if kernel and isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load):
+            raise Refused("an item assignment inside a kernel (Triton stores through tl.store)")
+        if isinstance(node, ast.If) and main_guard(node):
+            self.statements(node.orelse, kernel, guarded)
+            return
+        if isinstance(node, ast.Try):
+            self.statements(node.body, kernel, guarded or caught_import_errors(node.handlers))
+            for part in [*node.handlers, *node.orelse, *node.finalbody]:
+                self.node(part, kernel, guarded)
+            return
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            self.imports(node)
+            self.imports(node, guarded)
+            return
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self.function(node, kernel, guarded)
             return
         if isinstance(node, ast.ClassDef):
-            if node.keywords or node.decorator_list:
-                raise Refused(f"class {node.name} with decorators or keywords")
-            if [self.dotted(b) for b in node.bases] not in (["nn.Module"], ["torch.nn.Module"]):
-                raise Refused(f"class {node.name} must subclass nn.Module only")
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            kernel = is_kernel(node)
-            for dec in node.decorator_list:
-                target = dec.func if isinstance(dec, ast.Call) else dec
-                if not (kernel or self.dotted(target) in DECORATORS):
-                    raise Refused(f"decorator {self.dotted(target)}")
-                self.expression(dec, in_kernel)
-            if node.name.startswith("_") and node.name != "__init__":
-                raise Refused(node.name)
-            for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
-                self.expression(default, in_kernel)
-            for arg in node.args.posonlyargs + node.args.args + node.args.kwonlyargs:
-                if arg.annotation is not None:
-                    self.expression(arg.annotation, in_kernel)
-            for line in node.body:
-                self.statement(line, in_kernel or kernel)
-            return
-        if isinstance(node, (ast.Global, ast.Nonlocal)):
-            return
+            self.class_def(node)
+        elif isinstance(node, ast.Name):
+            self.name(node, kernel)
+        elif isinstance(node, ast.Attribute):
+            self.attribute(node, kernel)
+        elif isinstance(node, ast.Call):
+            self.call(node, kernel)
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.stmt):
-                self.statement(child, in_kernel)
-            elif isinstance(child, ast.expr):
-                self.expression(child, in_kernel)
-            elif isinstance(child, ast.AST):  # handlers, comprehensions' generators, withitems, keywords
-                self.statement(child, in_kernel)
+            self.node(child, kernel, guarded)
 
-    def imports(self, node: ast.Import | ast.ImportFrom) -> None:
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name not in MODULES:
-                    raise Refused(f"import {alias.name}")
-                if alias.asname:
-                    self.modules[alias.asname] = alias.name
-                else:
-                    self.modules[alias.name.split(".")[0]] = alias.name.split(".")[0]
-            return
-        module = node.module or ""
+    def imports(self, node: ast.Import | ast.ImportFrom, guarded: bool) -> None:
+        if isinstance(node, ast.ImportFrom) and (node.level or any(a.name == "*" for a in node.names)):
+            raise Refused("a relative or star import")
         for alias in node.names:
-            full = f"{module}.{alias.name}"
-            if full in MODULES:
-                self.modules[alias.asname or alias.name] = full
-            elif module in MODULES and alias.name in self.words(module):
-                self.bound.add(alias.asname or alias.name)
-            else:
-                raise Refused(f"from {module} import {alias.name}")
+            module = node.module if isinstance(node, ast.ImportFrom) else alias.name
+            if not importable(module or ""):
+                if guarded:
+                    continue  # the harness makes it fail; the name is never bound
+                raise Refused(f"import {module}")
+            if isinstance(node, ast.ImportFrom):
+                lookup(f"{module}.{alias.name}")  # refuses private, denied and metaclass names
 
-    def words(self, module: str) -> set[str]:
-        return {"torch": TORCH, "torch.nn": NN, "triton": TRITON, "triton.language": self.tl, "math": MATH}[module]
+    def function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, kernel: bool, guarded: bool) -> None:
+        in_class = isinstance(self.p.parents.get(id(node)), ast.ClassDef)
+        if _dunder(node.name) and not (node.name == "__init__" and in_class):
+            raise Refused(f"def {node.name}")
+        for part in [*node.decorator_list, *node.args.defaults, *node.args.kw_defaults, node.returns]:
+            if part is not None:
+                self.node(part, kernel, guarded)
+        for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
+            if arg.annotation is not None:
+                self.node(arg.annotation, kernel, guarded)
+        self.statements(node.body, kernel or self.p.is_kernel(node), guarded)
 
-    def dotted(self, node: ast.AST) -> str:
-        if isinstance(node, ast.Name):
-            return node.id
-        if isinstance(node, ast.Attribute):
-            return f"{self.dotted(node.value)}.{node.attr}"
-        return "?"
+    def class_def(self, node: ast.ClassDef) -> None:
+        if node.keywords:
+            raise Refused(f"class {node.name} with keywords (a metaclass)")
+        for base in node.bases:
+            if isinstance(base, ast.Name) and (self.p.class_named(base) or self._builtin(base, "object")):
+                continue
+            held = self.p.held(base)
+            if not held or not all(
+                h is not None and isinstance(h.value, type) and issubclass(h.value, _base_classes()) for h in held
+            ):
+                raise Refused(f"class {node.name}: bases other than nn.Module, torch.autograd.Function, its own")
 
-    def module_of(self, node: ast.AST) -> str | None:
-        """The module an expression names (`torch`, `torch.nn` for `torch.nn` or `nn`, ...), else None."""
-        if isinstance(node, ast.Name):
-            return self.modules.get(node.id)
-        if isinstance(node, ast.Attribute):
-            parent = self.module_of(node.value)
-            if parent is not None and f"{parent}.{node.attr}" in MODULES:
-                return f"{parent}.{node.attr}"
-        return None
+    def _builtin(self, name: ast.Name, expected: str) -> bool:
+        resolution, found = self.p.bindings(name)
+        return name.id == expected and resolution.kind in ("global", "class") and not found
 
-    def expression(self, node: ast.AST, in_kernel: bool) -> None:
-        if isinstance(node, ast.Name):
-            self.name(node)
+    def name(self, node: ast.Name, kernel: bool) -> None:
+        if isinstance(node.ctx, (ast.Store, ast.Del)):
+            if _dunder(node.id):
+                raise Refused(f"binds {node.id}")
             return
-        if isinstance(node, ast.Attribute):
-            self.attribute(node, in_kernel)
-            return
-        if isinstance(node, ast.Call) and in_kernel:
-            func = node.func
-            callee = self.module_of(func.value) if isinstance(func, ast.Attribute) else None
-            plain = isinstance(func, ast.Name) and (func.id in self.kernels or func.id in KERNEL_CALLS)
-            method = isinstance(func, ast.Attribute) and callee is None and func.attr in self.tensor
-            if not (plain or method or callee in ("triton.language", "triton")):
-                raise Refused(f"kernel calls {self.dotted(func)} (only tl.*, kernels and range run in a kernel)")
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.expr):
-                self.expression(child, in_kernel)
-            elif isinstance(child, ast.AST):
-                self.statement(child, in_kernel)
+        resolution, found = self.p.bindings(node)
+        if resolution.kind in ("global", "class"):
+            if _dunder(node.id) and node.id != "__name__":
+                raise Refused(node.id)
+            if node.id in BANNED_BUILTINS:
+                raise Refused(f"name {node.id}")
+            if node.id in interpreter_globals() and not self._imported_as_injected(node):
+                raise Refused(f"name {node.id} (Triton's interpreter puts its own there)")
+            if node.id in self.reserved and node.id not in self.top_level:
+                raise Refused(f"the task's {node.id}")
+        self.value_use(node, kernel)
 
-    def name(self, node: ast.Name) -> None:
-        if node.id.startswith("_"):
-            raise Refused(node.id)
-        if node.id in self.modules:
-            if isinstance(node.ctx, ast.Load):
-                raise Refused(f"module {node.id} used as a value")
-            return
-        if node.id in self.reserved and node.id not in self.bound:
-            raise Refused(f"name {node.id}")
+    def _imported_as_injected(self, node: ast.Name) -> bool:
+        """Whether every binding of the name is an import holding what the interpreter would copy there."""
+        _, found = self.p.bindings(node)
+        held = self.p.held(node)
+        injected = interpreter_globals()[node.id]
+        return bool(found) and len(held) == len(found) and all(h is not None and h.value is injected for h in held)
 
-    def attribute(self, node: ast.Attribute, in_kernel: bool) -> None:
-        if node.attr.startswith("_") and not (node.attr == "__init__" and self.dotted(node.value) == "super"):
-            raise Refused(f".{node.attr}")
-        module = self.module_of(node.value)
-        if module is not None:
-            if f"{module}.{node.attr}" not in MODULES and node.attr not in self.words(module):
-                raise Refused(f"{module}.{node.attr}")
+    def value_use(self, node: ast.Name | ast.Attribute, kernel: bool) -> None:
+        """A module may only be the base of an attribute; a Triton language function only appear in a kernel."""
+        held = [h for h in self.p.held(node) if h is not None]
+        parent = self.p.parents.get(id(node))
+        if any(h.module for h in held) and not (isinstance(parent, ast.Attribute) and parent.value is node):
+            raise Refused(f"the module {held[0].path} used as a value")
+        if kernel:
+            if any(not h.path.startswith(("triton", "math.")) for h in held):
+                raise Refused(f"{held[0].path} inside a kernel")
+        elif any(h.path.startswith("triton.language") and _language_function(h.value) for h in held):
+            raise Refused(f"{held[0].path} outside a kernel (Triton language functions run only in kernels)")
+
+    def attribute(self, node: ast.Attribute, kernel: bool) -> None:
+        attr, base, parent = node.attr, node.value, self.p.parents.get(id(node))
+        called = isinstance(parent, ast.Call) and parent.func is node
+        if _dunder(attr) and not (attr in HARMLESS_DUNDERS or (attr == "__init__" and called)):
+            raise Refused(f".{attr}")
+        if attr in DENIED_NAMES:
+            raise Refused(f".{attr}")
+        if not isinstance(node.ctx, ast.Load):
+            if kernel or not (self._local_root(base) or self._own_class(base)):
+                raise Refused(f"sets .{attr} of a module-level object or library (monkeypatching)")
+            if attr.startswith("_") and not (self.p.own_instance(base) or self._own_class(base)):
+                raise Refused(f"sets .{attr} of an object the program does not own")
             return
-        if isinstance(node.value, ast.Attribute) and self.module_of(node.value.value) is not None:
-            raise Refused(f"{self.dotted(node)}")  # torch.float32.x, triton.jit.x: no chains through modules
-        owner = node.value
-        own = isinstance(owner, ast.Name) and (owner.id == "self" or owner.id in self.classes)
-        allowed = HOST_ATTRIBUTES | (self.tensor if in_kernel else set())
-        if not (node.attr in allowed or (own and node.attr in self.own_attributes)):
-            raise Refused(f".{node.attr}")
-        if isinstance(owner, ast.Call) and self.dotted(owner.func) == "super":
+        held = self.p.held(node)  # raises Refused on a library's private or denied attribute
+        if held and all(h is not None for h in held):
+            self.value_use(node, kernel)
             return
-        self.expression(owner, in_kernel)
+        if attr.startswith("_") and not _dunder(attr) and attr not in FOREIGN_PRIVATE:
+            own = self.p.own_instance(base) or self._own_class(base)
+            if not (own and attr in self.p.own_attributes):
+                raise Refused(f".{attr} of an object the program does not own")
+        if self._own_class(base) and attr in self.p.methods:
+            self_call = called and parent.args and self.p.own_instance(parent.args[0])  # type: ignore[union-attr]
+            if not self_call:
+                raise Refused(f"method {attr} taken from its class (its `self` could be anything)")
+        if kernel and attr not in kernel_words():
+            raise Refused(f".{attr} inside a kernel")
+
+    def _local_root(self, node: ast.AST) -> bool:
+        """Whether an attribute chain starts at a function's own variable (`self.a.b`, `ctx`, `out`): what it
+        holds is the runtime account's to judge; a chain from a module-level name or an import is not."""
+        while isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        return isinstance(node, ast.Name) and self.p.bindings(node)[0].kind in ("local", "free")
+
+    def _own_class(self, node: ast.AST) -> bool:
+        return isinstance(node, ast.Name) and self.p.class_named(node)
+
+    def call(self, node: ast.Call, kernel: bool) -> None:
+        func = node.func
+        if isinstance(func, ast.Name) and self._builtin(func, "super") and node.args:
+            first, second = node.args[0], node.args[1] if len(node.args) > 1 else None
+            own = second is not None and self.p.own_instance(second)
+            if not (isinstance(first, ast.Name) and self.p.class_named(first) and own):
+                raise Refused("super() of another class or object than the method's own")
+        if not kernel:
+            return
+        if isinstance(func, ast.Attribute):
+            return  # tl.* and Triton value methods: decided by the attribute rules
+        if isinstance(func, ast.Name):
+            resolution, found = self.p.bindings(func)
+            if resolution.kind in ("global", "class"):
+                if not found and func.id in KERNEL_BUILTINS:
+                    return
+                kernels = [b for b in found if isinstance(b, ast.FunctionDef) and self.p.is_kernel(b)]
+                held = [h for h in self.p.held(func) if h is not None]
+                if found and len(kernels) + len(held) == len(found) and all(h.path.startswith("triton") for h in held):
+                    return
+        raise Refused(f"a kernel calls {ast.unparse(func)[:60]} (only tl.*, kernels and a few builtins)")
 
 
-def is_kernel(node: ast.AST) -> bool:
-    """Whether a function definition is decorated @triton.jit (or @jit, @triton.jit(...))."""
-    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return False
-    for dec in node.decorator_list:
-        target = dec.func if isinstance(dec, ast.Call) else dec
-        if isinstance(target, ast.Attribute) and target.attr == "jit":
-            return True
-        if isinstance(target, ast.Name) and target.id == "jit":
-            return True
-    return False
+def _memory(kernel: ast.AST, names: set[str]) -> bool:
+    return any(
+        isinstance(n, ast.Call)
+        and (
+            (isinstance(n.func, ast.Attribute) and n.func.attr in names)
+            or (isinstance(n.func, ast.Name) and n.func.id in names)
+        )
+        for n in ast.walk(kernel)
+    )
+
+
+def _transitive(program: Program, names: set[str]) -> set[Key]:
+    """Kernels that call one of `names` themselves or through the program's kernels they call."""
+    found = {key for key, kernel in program.kernels.items() if _memory(kernel, names)}
+    while True:
+        named = {name for name, _ in found}
+        more = {
+            key
+            for key, kernel in program.kernels.items()
+            if key not in found
+            and any(
+                isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in named
+                for n in ast.walk(kernel)
+            )
+        }
+        if not more:
+            return found
+        found |= more
+
+
+def kernel_defs(tree: ast.Module) -> dict[Key, ast.FunctionDef]:
+    """The program's kernels by (name, first line); {} where its names cannot be resolved."""
+    try:
+        return Program(tree).kernels  # type: ignore[return-value]
+    except (Refused, RecursionError, MemoryError):
+        return {}
 
 
 @functools.lru_cache(maxsize=4096)  # a task file is scored many times per step
@@ -355,39 +341,29 @@ def task_names(source: str) -> tuple[frozenset[str], frozenset[str]]:
 
 def static_checks(
     code: str, constants: Collection[str] = (), reserved: Collection[str] = ("Model", "get_inputs", "get_init_inputs")
-) -> tuple[dict[str, bool], str]:
-    """(checks, why the vocabulary refused the code, or ""); `constants`, `reserved`: the task file's names a
-    program may and may not use (task_names). Never raises on any text: a parser that gives up
-    (RecursionError, MemoryError on deep nesting) reads as not parsing."""
-    checks = {
-        "parses": False,
-        "defines_model_new": False,
-        "defines_jit_kernel": False,
-        "loads_and_stores": False,
-        "vocabulary": False,
-    }
+) -> StaticResult:
+    """The static checks of `code`; `constants`, `reserved`: the task file's names a program may and may not
+    use (task_names). Never raises on any text: a parser that gives up (RecursionError, MemoryError on deep
+    nesting) reads as not parsing."""
+    checks = dict.fromkeys(
+        ("parses", "defines_model_new", "defines_jit_kernel", "loads_and_stores", "vocabulary"), False
+    )
+    kernels: frozenset[Key] = frozenset()
+    writers: frozenset[Key] = frozenset()
     try:
         tree = ast.parse(code)
         checks["parses"] = True
         checks["defines_model_new"] = any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in tree.body)
-        nodes = list(ast.walk(tree))  # walked once: the scan below reads the same list
-        kernels = [n for n in nodes if is_kernel(n)]
+        program = Program(tree)
+        kernels = frozenset(program.kernels)
+        writers = frozenset(_transitive(program, WRITES))
         checks["defines_jit_kernel"] = bool(kernels)
-        checks["loads_and_stores"] = any({"load", "store"} <= memory_calls(k) for k in kernels)
-        _Scan(nodes, constants, reserved).check(tree)
+        checks["loads_and_stores"] = bool(writers & _transitive(program, LOADS | WRITES - {"store"}))
+        _Check(program, constants, reserved).statements(tree.body)
     except Refused as refused:
-        return checks, f"outside the kernel vocabulary: {str(refused)[:120]}"
+        return StaticResult(checks, f"refused by the static check: {str(refused)[:160]}", kernels, writers)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         checks["parses"] = False
-        return checks, ""
+        return StaticResult(checks, "", kernels, writers)
     checks["vocabulary"] = True
-    return checks, ""
-
-
-def memory_calls(kernel: ast.AST) -> set[str]:
-    """Which of tl.load / tl.store a kernel's body calls."""
-    return {
-        node.func.attr
-        for node in ast.walk(kernel)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("load", "store")
-    }
+    return StaticResult(checks, "", kernels, writers)

@@ -25,13 +25,13 @@ DTYPES.update({"torch.uint8": torch.uint8, "torch.bool": torch.bool, "torch.int1
 _BASE, _STORAGE = torch._C.TensorBase, torch._C.StorageBase
 _TENSOR, _STRIDED = torch.Tensor, torch.strided
 _detach, _contiguous, _cpu, _view, _numpy = _BASE.detach, _BASE.contiguous, _BASE.cpu, _BASE.view, _BASE.numpy
-_reshape = _BASE.reshape
+_reshape, _to, _empty = _BASE.reshape, _BASE.to, torch.empty
 _untyped_storage = _BASE.untyped_storage
 _storage_ptr, _storage_bytes = _STORAGE.data_ptr, _STORAGE.nbytes  # type: ignore[attr-defined]  # C methods
 _layout, _dtype = _BASE.layout.__get__, _BASE.dtype.__get__  # type: ignore[attr-defined]  # C getters
 _shape = _BASE.shape.__get__  # type: ignore[attr-defined]
 _frombuffer, _uint8 = torch.frombuffer, torch.uint8
-_b64encode, _str, _list, _int = base64.b64encode, str, list, int
+_b64encode, _b64decode, _str, _list, _int = base64.b64encode, base64.b64decode, str, list, int
 
 
 class NotATensor(Exception):
@@ -53,6 +53,15 @@ def storage_span(tensor: torch.Tensor) -> tuple[int, int]:
     return start, start + _int(_storage_bytes(storage))
 
 
+def to_device(tensor: torch.Tensor, device: str) -> torch.Tensor:
+    return _to(tensor, device)
+
+
+def storage_ptr(tensor: torch.Tensor) -> int:
+    """The address of a tensor's storage: which buffer it lives in, whatever view of it this is."""
+    return _int(_storage_ptr(_untyped_storage(tensor)))
+
+
 def encode_output(output: object, input_spans: list[tuple[int, int]]) -> dict:
     """The candidate's result, encoded, or NotATensor: it must be exactly a strided torch.Tensor whose memory
     overlaps no input's (a view of an input would pass for a copy)."""
@@ -68,11 +77,11 @@ def encode_output(output: object, input_spans: list[tuple[int, int]]) -> dict:
 
 def to_torch(encoded: dict) -> torch.Tensor:
     """A tensor with the encoding's dtype, shape and bytes (its own writable memory)."""
-    raw = bytearray(base64.b64decode(encoded["data"]))
+    raw = bytearray(_b64decode(encoded["data"]))
     dtype, shape = DTYPES[encoded["dtype"]], tuple(encoded["shape"])
     if not raw:
-        return torch.empty(shape, dtype=dtype)
-    return _frombuffer(raw, dtype=_uint8).view(dtype).reshape(shape)
+        return _empty(shape, dtype=dtype)
+    return _reshape(_view(_frombuffer(raw, dtype=_uint8), dtype), shape)
 
 
 def _array(encoded: dict) -> np.ndarray:

@@ -1,0 +1,21 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Softmax over the last dimension."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(x, dim=1)
+
+
+batch_size = 37
+dim = 100
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
