@@ -135,5 +135,5 @@ ADVERSARIAL: list[tuple[str, str]] = [
     ("\\boxed{9^{9^{9}}}", "1"),  # not evaluated, never sent to the symbolic verifier's timeout
     ("\\boxed{" + "(" * 600 + "7" + ")" * 600 + "}", "8"),  # nested past the reader's depth: no RecursionError
     ("\\boxed{" + "\\sqrt{" * 300 + "x" + "}" * 300 + "}", "7"),
-    ("\\boxed{\\boxed{" * 20000 + "}" * 40000, "1"),  # long answers are compared as text: no cost grows with the nesting
+    ("\\boxed{\\boxed{" * 20000 + "}" * 40000, "1"),  # long answers compare as text: no cost grows
 ]
