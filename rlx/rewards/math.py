@@ -2,7 +2,8 @@
 
 `strict=True` requires the whole completion to be the answer, so a policy cannot earn reward by padding the
 answer with other text. `strict=False` extracts the final answer (`extract_answer`: the last \\boxed{}, else
-after the last `####`, `Answer:` or "the answer is", else the last inline math, else the last number); a
+after the last `####`, `Answer:` or "the answer is", else the last inline math, else the last number; a
+completion whose boxed answers, or `####` answers, differ is a hedge and scores 0); a
 reference answer that itself carries a marker (GSM8K's "...#### 72", MATH's \\boxed{}) is extracted the same
 way. `strict=None` (the config's default) lets the task decide (`Task.strict_answers`): strict on the bundled
 arithmetic tasks, whose completions are the bare sum, extracting on user data (data=jsonl, data=hf_dataset),
@@ -27,26 +28,29 @@ import multiprocessing
 import re
 
 from rlx.rewards.base import Status, Verdict
-from rlx.rewards.math_answer import braced, decide, stated_decimals
+from rlx.rewards.math_answer import braced, decide, stated_decimals, wordy
 
 # a number, not an exponent ("49 cm^2" ends in 49, not 2) nor part of a name ("x2")
 NUMBER = re.compile(r"(?<![\^\w.{])(?:-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])(?!,\d)|-?\d+(?:\.\d+)?|-?\.\d+)")
 MATH_SPAN = re.compile(r"\$([^$]+)\$|\\\((.+?)\\\)")
 MARKER = re.compile(r"####|\banswer\s*:|\banswer\s+is\b\s*:?", re.IGNORECASE)
 WORD = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{2,}")
+BOX = re.compile(r"\\(?:boxed|fbox)\{")
 SHOWN = 200  # characters of an extracted answer a verdict carries
+MAX_FINALS = 16  # more different final answers than this is a hedge without comparing them
 
 
 def _boxed(text: str) -> list[str]:
-    """Contents of every \\boxed{...}, with nested braces (\\boxed{\\frac{1}{2}})."""
-    found, start = [], 0
-    while (start := text.find("\\boxed{", start)) != -1:
-        group = braced(text, start + len("\\boxed"))
+    """Contents of every \\boxed{...} (or \\fbox{...}), in order, with nested braces (\\boxed{\\frac{1}{2}})."""
+    found: list[tuple[str, int]] = []
+    for match in BOX.finditer(text):
+        if found and match.start() < found[-1][1]:
+            continue  # a box inside the last one
+        group = braced(text, match.end() - 1)
         if group is None:
-            break
-        found.append(group[0])
-        start = group[1]
-    return found
+            break  # unclosed: every later box is inside it
+        found.append(group)
+    return [content for content, _ in found]
 
 
 def extract_answer(text: str) -> str | None:
@@ -66,6 +70,16 @@ def extract_answer(text: str) -> str | None:
         return spans[-1].strip()
     numbers = NUMBER.findall(text)
     return numbers[-1] if numbers else None
+
+
+def hedged(text: str) -> bool:
+    """Whether the completion states different final answers (`\\boxed{7} ... \\boxed{8}`, two `####` lines): a
+    hedge is no answer, whichever of them the reference is."""
+    finals = _boxed(text) or [part.split("\n", 1)[0] for part in text.split("####")[1:]]
+    distinct = list(dict.fromkeys(f.strip() for f in finals if f.strip()))  # the same text: the same answer
+    if len(distinct) > MAX_FINALS:
+        return True
+    return any(decide(answer, distinct[-1]) is not True for answer in distinct[:-1])
 
 
 def has_marker(text: str) -> bool:
@@ -91,16 +105,18 @@ def math_verify_batch(pairs: list[tuple[str, str]], timeout_s: int) -> list[bool
     results = []
     for predicted, reference in pairs:
         known = decide(predicted, reference)
-        if known is not None:
-            results.append(known)
+        if known is not None or wordy(predicted):  # words: math_verify would pick a number out of "7 is wrong"
+            results.append(bool(known))
             continue
-        gold = parse(f"${reference}$", extraction_config=config, parsing_timeout=timeout_s)
-        target = parse(f"${predicted}$", extraction_config=config, parsing_timeout=timeout_s)
-        digits = stated_decimals(reference)
-        rounding = 15 if digits is None else digits
-        results.append(
-            bool(gold and target and verify(gold, target, float_rounding=rounding, timeout_seconds=timeout_s))
-        )
+        try:
+            gold = parse(f"${reference}$", extraction_config=config, parsing_timeout=timeout_s)
+            target = parse(f"${predicted}$", extraction_config=config, parsing_timeout=timeout_s)
+            digits = stated_decimals(reference)
+            rounding = 15 if digits is None else digits
+            same = bool(gold and target and verify(gold, target, float_rounding=rounding, timeout_seconds=timeout_s))
+        except Exception:  # noqa: BLE001 - a hostile answer that breaks the parser (RecursionError) is not equal
+            same = False
+        results.append(same)
     return results
 
 
@@ -140,6 +156,10 @@ class MathReward:
             formatted = float(bool(predicted) if self.strict else has_marker(completion))
             if not predicted:
                 verdicts[index] = Verdict(0.0, Status.FORMAT, {"correct": 0.0, "format": 0.0})
+                continue
+            if not self.strict and hedged(completion):
+                shown = {"extracted": predicted[:SHOWN], "reason": "different final answers (a hedge)"}
+                verdicts[index] = Verdict(0.0, Status.FAIL, {"correct": 0.0, "format": formatted}, shown)
                 continue
             pending.append((index, predicted, self._reference(str(row["answer"])), formatted))
         if self.verifier == "math_verify" and pending:

@@ -3,37 +3,47 @@ accepted formats).
 
 An answer is normalised (`normalise`), then read (`read`) as one of:
 - `Number`: an exact rational (`fractions.Fraction`, never a float): integers of any size, decimals, `a/b`,
-  `\\frac{a}{b}` (and `\\dfrac`, `\\tfrac`, `\\frac12`), `+ - * / ^` (integer powers) and parentheses over them;
-  `decimals` records the precision the answer states when it is one decimal literal ("0.33": 2);
-- `Items`: a comma list. A bare one ("2, 3") is a set of solutions (MATH's "enter all the solutions, separated
-  by commas"): order-free; a bracketed one ("(1, 2)", "[0, 1)") is ordered and its brackets count;
+  `\\frac{a}{b}` (and `\\dfrac`, `\\tfrac`, `\\frac12`), `1.5e3`, `1.5 \\times 10^{3}`, mixed numbers
+  (`2\\frac{1}{4}`, `1 1/2`), repeating decimals (`0.\\overline{3}`, `0.1666...`), `+ - * / ^` (integer
+  powers) and parentheses over them; `decimals` records the precision the answer states when it is one
+  decimal literal ("0.33": 2);
+- `Real`: an exact irrational value, Σ q·√n·π^k (rlx.rewards.math_value): `\\frac{\\sqrt{2}}{2}` is `\\sqrt2/2`,
+  `\\sqrt{8}` is `2\\sqrt{2}`, `\\frac{\\pi}{2}` is `\\frac12\\pi`;
+- `Items`: a list. A bare one ("2, 3", "x = 2 or x = 3") or a set ("\\{2, 3\\}") is a set of solutions
+  (MATH's "enter all the solutions, separated by commas"): order-free; a bracketed one ("(1, 2)", "[0, 1)") is
+  ordered and its brackets count;
 - `Text`: anything else, compared without its spaces.
 
 Rules (each pinned by tests/rewards/test_math*.py):
 - Numbers compare exactly: 2^64 - 1 is not 2^64, 7.0 is 7, 1/2 is 0.5.
 - Rounding only to the reference's stated precision: when the reference is a decimal with d >= 1 digits after
-  the point and the prediction is more precise (more digits, or a fraction), the prediction must round to the
-  reference at d digits (|p - r| <= 0.5 * 10^-d): 1/3 matches 0.33. A prediction no more precise than the
-  reference must equal it, and an integer reference is matched only exactly (math_verify's default rounds both
-  sides to 6 digits, so 0.1234567 matched 0.1234568).
+  the point and the prediction is more precise (more digits, a fraction, a root), the prediction must round to
+  the reference at d digits (half away from zero): 1/3 matches 0.33. A prediction no more precise than the
+  reference must equal it, and an integer or exact reference is matched only exactly (math_verify's default
+  rounds both sides to 6 digits, so 0.1234567 matched 0.1234568).
 - Commas: a comma between digits followed by exactly three digits and no further digit group of another size
-  ("1,000", "12,345,678.5") is a thousands separator; MATH's `1{,}000` too. Every other comma separates items,
-  so "1,2,3" is the list {1, 2, 3}, never 123. Write a list of numbers with a space after each comma
-  ("1, 234") where a thousands reading would be possible.
+  ("1,000", "12,345,678.5") is a thousands separator; MATH's `1{,}000` too, and thin spaces ("1\\,000\\,000").
+  Every other comma separates items, so "1,2,3" is the list {1, 2, 3}, never 123. Write a list of numbers with
+  a space after each comma ("1, 234") where a thousands reading would be possible.
 - Units and decorations are dropped: `$...$`, `\\(...\\)`, `\\boxed{}`, `\\text{...}` units after a number
   ("49\\text{ cm}^2"), unit words after a number ("49 cm^2", "12 square units", "5 dollars"; a one-letter
-  unit only after a space: "5 m", while "5m" stays 5 times m), `\\$`, `%`, degrees (`^\\circ`, `°`), a
-  leading "x =", a trailing period, `\\left`/`\\right` and LaTeX spacing.
+  unit only after a space: "5 m", while "5m" stays 5 times m), `\\$`, degrees (`^\\circ`, `°`), a leading
+  "x =" or "x \\in", a trailing period, `\\left`/`\\right`, LaTeX spacing, and what renders as nothing or
+  struck out (`\\phantom{8}7` is 7, and so is `7\\cancel{8}`). When both answers state a unit they must state
+  the same one (7 hours is not 7 minutes). A percent is its number or its hundredth: `25\\%` matches 25 and 0.25.
+- A stated relation other than equality (`\\neq 7`, `x > 7`, "not 7") or a question mark never matches an
+  answer without the same relation.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
+from rlx.rewards.math_value import MAX_NESTING, Reader, TooLarge, Value, rounds_to
+
 MAX_CHARS = 2000  # longer answers are compared as text (no parsing cost grows with a hostile answer's size)
-MAX_BITS = 100_000  # a power whose result would be larger than this is not evaluated (2^{10^9} is text)
 UNIT_WORDS = (
     "square units|square unit|sq units|units|unit|cubic units|centimeters|centimetres|centimeter|centimetre|"
     "millimeters|millimeter|kilometers|kilometer|meters|metres|meter|metre|inches|inch|feet|foot|ft|yards|yard|"
@@ -42,14 +52,49 @@ UNIT_WORDS = (
     "years|year|degrees|degree|dollars|dollar|cents|cent|percent"
 )
 UNIT_TAIL = re.compile(
-    rf"(?<=[\d}}).)])\s*(?:(?:square|sq\.?|cubic)\s+)?(?:{UNIT_WORDS})(?:\^\{{?[23]\}}?|[²³])?\.?\s*$", re.IGNORECASE
+    rf"(?<=[\d}}).)])\s*((?:(?:square|sq\.?|cubic)\s+)?(?:{UNIT_WORDS})(?:\^\{{?[23]\}}?|[²³])?)\.?\s*$", re.IGNORECASE
 )
-SHORT_UNIT = re.compile(r"(?<=\d)\s+(?:m|g|s|h|l|L)(?:\^\{?[23]\}?|[²³])?\s*$")  # "5 m", never "5m" (5 times m)
+SHORT_UNIT = re.compile(r"(?<=\d)\s+((?:m|g|s|h|l|L)(?:\^\{?[23]\}?|[²³])?)\s*$")  # "5 m", never "5m" (5 times m)
+TEXT_UNIT = re.compile(r"(?<=[\d}])\s*\\(?:text|mbox|mathrm)\{(\s*[A-Za-z][A-Za-z. /]*)\}((?:\^\{?[23]\}?)?)\s*$")
+# a word or two after a number at the end ("18 apples", "5 cups"): a unit too, unless it changes the number
+WORD_UNIT = re.compile(r"(?<=\d)\s+([a-z]{3,}(?: [a-z]{3,})?)\s*$")  # two words only when a known unit
+NOT_UNITS = frozenset(  # words after a number that change what it says: never dropped as a unit
+    "or and not plus minus times over approximately approx about roughly nearly exactly hundred thousand million "
+    "billion trillion dozen half quarter third thirds halves quarters squared cubed wrong incorrect false true no "
+    "none never nope maybe perhaps possibly probably likely unsure guess zero one two three four five six seven "
+    "eight nine ten eleven twelve twenty thirty forty fifty sixty seventy eighty ninety".split()
+)
+
+
+def _is_unit(words: str) -> bool:
+    """Whether the words after a number can be its unit: a known unit, or one word that is not in NOT_UNITS."""
+    words = words.strip().lower()
+    return bool(UNIT_TAIL.fullmatch("0" + " " + words)) or (" " not in words and words not in NOT_UNITS)
+
+
+UNIT_NAMES = {  # spellings of one unit -> its name; "unit(s)" names no unit ("12 square units" is 12)
+    "centimeter": "cm", "centimetre": "cm", "millimeter": "mm", "kilometer": "km", "meter": "m", "metre": "m",
+    "inch": "in", "foot": "ft", "feet": "ft", "yard": "yd", "mile": "mi", "gram": "g", "pound": "lb", "lbs": "lb",
+    "ounce": "oz", "liter": "l", "litre": "l", "second": "s", "sec": "s", "secs": "s", "minute": "min",
+    "mins": "min", "hour": "h", "hr": "h", "hrs": "h", "day": "d", "week": "wk", "month": "mo", "year": "yr",
+    "degree": "deg", "dollar": "$", "cent": "cent", "percent": "%",
+}  # fmt: skip
 THOUSANDS = re.compile(r"(?<![\d,.])(-?\d{1,3}(?:,\d{3})+)(\.\d+)?(?![\d])(?!,\d)")
+SPACED_THOUSANDS = re.compile(r"-?\d{1,3}(?: \d{3})+(?:\.\d+)?")  # "1 000 000", from 1\,000\,000 too
 SPACING = re.compile(r"\\[,;:! ]|\\q?quad\b|~")
 DELIMITERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
-TOKEN = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+|\\frac|\\cdot|\\times|\\div|[-+*/^(){}])")
+NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+TOKEN = re.compile(rf"\s*({NUMBER}|\\frac|\\sqrt|\\pi|\\cdot|\\times|\\div|[-+*/^(){{}}])")
 BRACKETS = {"(": (")", "]"), "[": (")", "]"), "\\{": ("\\}",)}
+HIDDEN = ("\\phantom", "\\hphantom", "\\vphantom", "\\cancel", "\\bcancel", "\\xcancel", "\\sout", "\\st")
+RELATION = re.compile(
+    r"\\neq?\b|\\not\b|\\n?[lg]eq?\b|\\[lg]eqslant\b|\\[lg]t\b|\\l?neg\b|!=|[<>≠≤≥¬]|\bnot\b|\?", re.IGNORECASE
+)
+MIXED = re.compile(r"(-?)(\d+)\s*\\frac\s*(?:\{(\d+)\}|(\d))\s*(?:\{(\d+)\}|(\d))|(-?)(\d+)\s+(\d+)/(\d+)")
+OVERLINE = re.compile(r"(-?)(\d*)\.(\d*)\\overline\{(\d{1,100})\}")
+ELLIPSIS = re.compile(r"(-?)(\d*)\.(\d+)\s*\\ldots")
+MAX_CYCLE = 100  # digits of a repeating block
+WORDS = re.compile(r" (?:or|and) ")  # "x = 2 or x = 3": two solutions (after normalise, spaces are single)
 
 
 @dataclass(frozen=True)
@@ -59,14 +104,23 @@ class Number:
 
 
 @dataclass(frozen=True)
+class Real:
+    """An exact irrational value (rlx.rewards.math_value.Value), compared by its terms."""
+
+    key: frozenset
+    value: Value = field(compare=False)
+
+
+@dataclass(frozen=True)
 class Items:
-    brackets: str  # "" for a bare list (a set of solutions), else the opening and closing bracket
+    brackets: str  # "" for a bare list or a set (a set of solutions), else the opening and closing bracket
     items: tuple
 
 
 @dataclass(frozen=True)
 class Text:
     text: str
+    huge: bool = False  # a number over the size limits (2^{10^9}): equal only to the same text, never verified
 
 
 def braced(text: str, start: int) -> tuple[str, int] | None:
@@ -84,11 +138,13 @@ def braced(text: str, start: int) -> tuple[str, int] | None:
 def _unwrap(text: str, commands: tuple[str, ...], keep: bool = True) -> str:
     """Every `\\cmd{x}` of `commands` replaced by x (or removed when not `keep`)."""
     for command in commands:
-        while (start := text.find(command + "{")) != -1:
+        position = 0
+        while (start := text.find(command + "{", position)) != -1:
             group = braced(text, start + len(command))
             if group is None:
                 break
             text = text[:start] + (group[0] if keep else "") + text[group[1] :]
+            position = start
     return text
 
 
@@ -103,150 +159,185 @@ def _strip_delimiters(text: str) -> str:
             if len(text) > len(left) + len(right) and text.startswith(left) and text.endswith(right):
                 text, changed = text[len(left) : -len(right)], True
                 break
-        if text.endswith(".") and not text.endswith(".."):
+        if text.endswith(".") and not text.endswith("..") and not text.endswith("\\."):
             text, changed = text[:-1], True
     return text
 
 
-def normalise(answer: str) -> str:
-    """The answer without its decorations (module docstring); thousands separators removed."""
-    text = _strip_delimiters(answer.replace("−", "-").replace("{,}", ",").replace("**", ""))
+def _decorated(answer: str) -> str:
+    """The answer without delimiters, LaTeX styling and what renders as nothing or struck out."""
+    text = answer.replace("−", "-").replace("{,}", ",").replace("**", "").replace("π", "\\pi ")
+    text = text.replace("×", "\\times ").replace("·", "\\cdot ").replace("÷", "\\div ")
+    text = re.sub(r"\.\.\.|…|\\[lc]?dots\b", r"\\ldots ", text).rstrip()  # an ellipsis is one mark, not periods
+    text = re.sub(r"√\s*(\d+)", r"\\sqrt{\1}", text)
+    text = _strip_delimiters(text)
     text = re.sub(r"\\[dt]frac", r"\\frac", text)
     text = re.sub(r"\\left\b|\\right\b|\\displaystyle\b", "", text)
-    text = SPACING.sub(" ", text)
+    text = _unwrap(text, HIDDEN, keep=False)
+    text = re.sub(r"\\color\{[^{}]*\}", "", text)
+    text = _unwrap(text, ("\\textcolor",), keep=False)  # \textcolor{red}{7}: its colour goes, {7} stays
+    return SPACING.sub(" ", text)
+
+
+def _unit_name(unit: str) -> str | None:
+    """A unit's one name ("cm^2" for "square centimeters"), None for a generic "units"."""
+    word = unit.lower().strip().rstrip(".")
+    power = "^2" if re.search(r"\^\{?2|²|^squ|^sq\b", word) else "^3" if re.search(r"\^\{?3|³|^cubic", word) else ""
+    word = re.sub(r"\^\{?[23]\}?|[²³]|^(?:square|sq\.?|cubic)\s+", "", word).strip()
+    if word in ("unit", "units", ""):
+        return None
+    name = UNIT_NAMES.get(word) or UNIT_NAMES.get(word[:-1] if word.endswith("s") else word) or word
+    return name + power
+
+
+def units(answer: str) -> tuple[str | None, bool]:
+    """(the unit the answer states, whether it states a percent)."""
+    text = _decorated(answer)
+    percent = bool(re.search(r"%|\bpercent\b", text))
+    text = re.sub(r"\^\s*\{?\\circ\}?|°|\\degree\b", " degrees", text)
+    if "\\$" in text or text.lstrip("-").startswith("$"):
+        return "$", percent
+    for pattern in (TEXT_UNIT, UNIT_TAIL, SHORT_UNIT, WORD_UNIT):
+        found = pattern.search(text)
+        if found is not None and _is_unit(found.group(1)):
+            return _unit_name("".join(g for g in found.groups() if g)), percent
+    return None, percent
+
+
+def normalise(answer: str) -> str:
+    """The answer without its decorations (module docstring); thousands separators removed."""
+    text = _decorated(answer)
     text = re.sub(r"\^\s*\{?\\circ\}?|°|\\degree\b", "", text)
-    # a \text{...} (or \mbox, \mathrm) unit after a number: "49\text{ cm}^2", "5\mbox{ dollars}"
-    text = re.sub(r"(?<=[\d}])\s*\\(?:text|mbox|mathrm)\{[^{}]*\}(?:\^\{?[23]\}?)?\s*$", "", text)
-    text = _unwrap(text, ("\\text", "\\textbf", "\\mbox", "\\mathrm", "\\mathbf"))
+    unit = TEXT_UNIT.search(text)  # a \text{...} (or \mbox, \mathrm) unit after a number: "49\text{ cm}^2"
+    if unit is not None and _is_unit(unit.group(1)):
+        text = text[: unit.start()]
+    text = _unwrap(text, ("\\text", "\\textbf", "\\mbox", "\\mathrm", "\\mathbf", "\\boldsymbol", "\\bm"))
     text = text.replace("\\%", "").replace("%", "").replace("\\$", "").replace("$", "")
-    text = re.sub(r"^[A-Za-z]\s*=\s*(?=\S)", "", text.strip())  # "x = 5"
+    text = re.sub(r"^[A-Za-z]\s*(?:=|\\in\b)\s*(?=\S)", "", text.strip())  # "x = 5", "x \in [1, 2]"
     text = SHORT_UNIT.sub("", UNIT_TAIL.sub("", text)).strip()
+    word = WORD_UNIT.search(text)
+    if word is not None and _is_unit(word.group(1)):
+        text = text[: word.start()]
     text = THOUSANDS.sub(lambda m: m.group(1).replace(",", "") + (m.group(2) or ""), text)
-    return " ".join(text.split()).rstrip(".").strip()
+    text = re.sub(r"(?<=\d)\s*\\ldots$", "", text) if re.fullmatch(r"-?\d+\s*\\ldots", text) else text
+    text = re.sub(r"(?<![.\\])\.$", "", " ".join(text.split())).strip()
+    if SPACED_THOUSANDS.fullmatch(text):
+        text = text.replace(" ", "")
+    choice = re.fullmatch(r"\(([A-Za-z])\)", text)  # a multiple-choice letter: "(C)" is C
+    return choice.group(1) if choice else text
 
 
-class _Rational:
-    """A recursive-descent reader of exact rational expressions over TOKEN's tokens."""
-
-    def __init__(self, tokens: list[str]) -> None:
-        self.tokens, self.at = tokens, 0
-
-    def peek(self) -> str | None:
-        return self.tokens[self.at] if self.at < len(self.tokens) else None
-
-    def take(self, *expected: str) -> str:
-        token = self.peek()
-        if token is None or (expected and token not in expected):
-            raise ValueError(f"expected {expected}, got {token!r}")
-        self.at += 1
-        return token
-
-    def expr(self) -> Fraction:
-        value = self.term()
-        while self.peek() in ("+", "-"):
-            value = value + self.term() if self.take() == "+" else value - self.term()
-        return value
-
-    def term(self) -> Fraction:
-        value = self.unary()
-        while self.peek() in ("*", "/", "\\cdot", "\\times", "\\div"):
-            operator, right = self.take(), self.unary()
-            value = value * right if operator in ("*", "\\cdot", "\\times") else value / right
-        return value
-
-    def unary(self) -> Fraction:
-        if self.peek() in ("-", "+"):
-            return -self.unary() if self.take() == "-" else self.unary()
-        base = self.atom()
-        if self.peek() != "^":
-            return base
-        self.take()
-        exponent = self.unary() if self.peek() in ("-", "+") else self.atom()
-        if (
-            exponent.denominator != 1
-            or abs(exponent) * max(abs(base.numerator), abs(base.denominator), 1).bit_length() > MAX_BITS
-        ):
-            raise ValueError("not an exact rational power within the size limit")
-        return base ** int(exponent)
-
-    def atom(self) -> Fraction:
-        token = self.take()
-        if token in ("(", "{"):
-            value = self.expr()
-            self.take(")" if token == "(" else "}")
-            return value
-        if token == "\\frac":
-            return self.group() / self.group()
-        if token[0].isdigit() or token[0] == ".":
-            return Fraction(token)
-        raise ValueError(f"unexpected {token!r}")
-
-    def group(self) -> Fraction:
-        """A \\frac argument: {expr}, or one digit of a run (`\\frac12` is 1/2)."""
-        if self.peek() == "{":
-            return self.atom()
-        token = self.take()
-        if not token.isdigit():
-            raise ValueError("\\frac needs {...} or digits")
-        if len(token) > 1:  # \frac12: the first digit now, the rest is the next argument
-            self.tokens[self.at - 1 : self.at] = [token[0], token[1:]]
-            self.at -= 1
-            return Fraction(self.take())
-        return Fraction(token)
-
-
-def number(text: str) -> Number | None:
-    """`text` as an exact rational expression, or None."""
+def number(text: str) -> Number | Real | Text | None:
+    """`text` as an exact value (rational or real), or None."""
+    special = _mixed(text) if ("\\frac" in text or "/" in text) else None
+    special = special if special is not None else _repeating(text)
+    if special is not None:
+        return Number(special)
     tokens: list[str] = []
     position = 0
     while position < len(text):
         match = TOKEN.match(text, position)
         if match is None:
-            return None if text[position:].strip() else _finish(tokens, text)
+            if text[position:].strip():
+                return None
+            break
         tokens.append(match.group(1))
         position = match.end()
-    return _finish(tokens, text)
-
-
-def _finish(tokens: list[str], text: str) -> Number | None:
     if not tokens:
         return None
-    reader = _Rational(list(tokens))
     try:
-        value = reader.expr()
-    except (ValueError, ZeroDivisionError, OverflowError):
+        value = Reader(tokens).whole()
+    except TooLarge:
+        return Text(text.replace(" ", ""), huge=True)
+    except (ValueError, ZeroDivisionError, OverflowError, ArithmeticError):
         return None
-    if reader.peek() is not None:
-        return None
+    rational = value.rational()
+    if rational is None:
+        return Real(value.key(), value)
     literal = re.fullmatch(r"\s*[-+]?\s*(\d*)\.(\d+)\s*", text)
-    return Number(value, len(literal.group(2)) if literal else None)
+    return Number(rational, len(literal.group(2)) if literal else None)
+
+
+def _mixed(text: str) -> Fraction | None:
+    """A mixed number: 2\\frac{1}{4} or "1 1/2" (a whole and a proper fraction), else None."""
+    found = MIXED.fullmatch(text.strip())
+    if found is None:
+        return None
+    groups = found.groups()
+    sign, whole, top, bottom = (
+        (groups[0], groups[1], groups[2] or groups[3], groups[4] or groups[5])
+        if groups[1] is not None
+        else (groups[6], groups[7], groups[8], groups[9])
+    )
+    if not 0 < int(top) < int(bottom):
+        return None
+    value = int(whole) + Fraction(int(top), int(bottom))
+    return -value if sign else value
+
+
+def _repeating(text: str) -> Fraction | None:
+    """0.\\overline{3}, 0.1\\overline{6}, or a decimal whose last digits repeat before an ellipsis (0.1666...,
+    0.142857142857...): the shortest block seen at least twice at the end repeats."""
+    text = text.strip()
+    if (found := OVERLINE.fullmatch(text)) is not None:
+        sign, whole, fixed, cycle = found.groups()
+    elif (found := ELLIPSIS.fullmatch(text)) is not None:
+        sign, whole, digits = found.groups()
+        size = next(
+            (n for n in range(1, min(MAX_CYCLE, len(digits) // 2) + 1) if digits.endswith(digits[-n:] * 2)), None
+        )
+        if size is None:
+            return None
+        fixed, cycle = digits[: -2 * size], digits[-size:]
+    else:
+        return None
+    value = Fraction(int(whole or "0")) + (Fraction(int(fixed), 10 ** len(fixed)) if fixed else 0)
+    value += Fraction(int(cycle), (10 ** len(cycle) - 1) * 10 ** len(fixed))
+    return -value if sign else value
 
 
 def _split(text: str) -> list[str]:
-    """`text` cut at its top-level commas (not inside (), [], {})."""
-    parts, depth, start = [], 0, 0
-    for index, char in enumerate(text):
-        depth += 1 if char in "([{" else -1 if char in ")]}" else 0
-        if char == "," and depth == 0:
+    """`text` cut at its top-level commas and " or " / " and " (not inside (), [], {})."""
+    parts, depth, start, index = [], 0, 0, 0
+    while index < len(text):
+        char = text[index]
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif depth == 0 and char == ",":
             parts.append(text[start:index])
             start = index + 1
+        elif depth == 0 and (word := WORDS.match(text, index)) is not None:
+            parts.append(text[start:index])
+            start = index = word.end()
+            continue
+        index += 1
     return [*parts, text[start:]]
 
 
-def read(answer: str) -> Number | Items | Text:
+def _plus_minus(text: str) -> str:
+    """`a \\pm b` as the list of its two values ("a + b, a - b"); `\\pm 2` is "2, -2"."""
+    head, sign, tail = text.partition("\\pm")
+    if not sign or "\\pm" in tail or "," in text or not tail.strip():
+        return text
+    return f"{head} + {tail}, {head} - {tail}" if head.strip() else f"{tail}, -{tail}"
+
+
+def read(answer: str, depth: int = 0) -> Number | Real | Items | Text:
     """What the answer says, after `normalise` (module docstring)."""
     text = normalise(answer) if len(answer) <= MAX_CHARS else answer.strip()
-    if len(text) > MAX_CHARS:
-        return Text(text)
+    if len(text) > MAX_CHARS or depth > MAX_NESTING:
+        return Text(text.replace(" ", ""))
     for left, closers in BRACKETS.items():
         for right in closers:
             if text.startswith(left) and text.endswith(right) and len(text) > len(left) + len(right):
                 parts = _split(text[len(left) : -len(right)])
                 if len(parts) > 1 and all(p.strip() for p in parts):
-                    return Items("{}" if left == "\\{" else left + right, tuple(read(p) for p in parts))
-    parts = _split(text)
+                    return Items("" if left == "\\{" else left + right, tuple(read(p, depth + 1) for p in parts))
+    parts = _split(_plus_minus(text))
     if len(parts) > 1 and all(p.strip() for p in parts):
-        return Items("", tuple(read(p) for p in parts))
+        return Items("", tuple(read(p, depth + 1) for p in parts))
     value = number(text)
     return value if value is not None else Text(text.replace(" ", ""))
 
@@ -257,32 +348,67 @@ def _numbers_equal(predicted: Number, reference: Number) -> bool:
     digits = reference.decimals
     if not digits or (predicted.decimals is not None and predicted.decimals <= digits):
         return False  # an exact reference, or a prediction no more precise than it: equal or wrong
-    return abs(predicted.value - reference.value) * 2 * 10**digits <= 1
+    return rounds_to(Value.of(predicted.value), reference.value, digits)
 
 
 def decide(predicted: str, reference: str) -> bool | None:
-    """Whether the answers are the same; None when text is involved and differs (a symbolic verifier may know)."""
-    return _same(read(predicted), read(reference))
+    """Whether the answers are the same; None when text is involved and differs (a symbolic verifier may know).
+    An answer longer than MAX_CHARS is only ever equal to the same text (no reading cost grows with its size)."""
+    if len(predicted) > MAX_CHARS or len(reference) > MAX_CHARS:
+        return predicted.strip() == reference.strip()
+    if sorted(RELATION.findall(_decorated(predicted))) != sorted(RELATION.findall(_decorated(reference))):
+        return False  # "\neq 7", "x > 7", "not 7", "7?" against 7
+    (unit_p, percent_p), (unit_r, percent_r) = units(predicted), units(reference)
+    if unit_p is not None and unit_r is not None and unit_p != unit_r and "%" not in (unit_p, unit_r):
+        return False  # 7 hours is not 7 minutes
+    p, r = read(predicted), read(reference)
+    same = _same(p, r)
+    if same is not True and percent_p != percent_r:  # 25% is 25 and 0.25
+        hundredth = lambda v: Number(v.value / 100) if isinstance(v, Number) else v  # noqa: E731
+        again = _same(hundredth(p), r) if percent_p else _same(p, hundredth(r))
+        same = True if again is True else same
+    return same
 
 
-def _same(p: Number | Items | Text, r: Number | Items | Text) -> bool | None:
+def _same(p, r) -> bool | None:
     if isinstance(p, Text) or isinstance(r, Text):
-        return True if p == r else None
+        if isinstance(p, Text) and isinstance(r, Text) and p.text == r.text:
+            return True
+        return False if getattr(p, "huge", False) or getattr(r, "huge", False) else None
     if isinstance(p, Number) and isinstance(r, Number):
         return _numbers_equal(p, r)
+    if isinstance(p, Real) and isinstance(r, Real):
+        return p == r
+    if isinstance(p, Real) and isinstance(r, Number):  # a root or pi against a decimal it may round to
+        return bool(r.decimals) and rounds_to(p.value, r.value, r.decimals or 0)
     if not (isinstance(p, Items) and isinstance(r, Items)):
         return False
     if p.brackets != r.brackets or len(p.items) != len(r.items):
         return False
-    if p.brackets not in ("", "{}"):
-        return all(_same(a, b) for a, b in zip(p.items, r.items, strict=True))
+    if p.brackets:
+        return all(_same(a, b) is True for a, b in zip(p.items, r.items, strict=True))
     unmatched = list(r.items)  # a set of solutions: each predicted item matches a different reference item
     for item in p.items:
-        match = next((i for i, ref in enumerate(unmatched) if _same(item, ref)), None)
+        match = next((i for i, ref in enumerate(unmatched) if _same(item, ref) is True), None)
         if match is None:
             return False
         unmatched.pop(match)
     return True
+
+
+MATH_WORDS = frozenset(
+    "sin cos tan cot sec csc arcsin arccos arctan sinh cosh tanh log ln lg exp sqrt max min gcd lcm mod det "
+    "deg infty inf pi".split()
+)
+
+
+def wordy(answer: str) -> bool:
+    """Whether the answer holds words besides mathematics ("7 is wrong", "\\text{the answer is 7}"): a symbolic
+    verifier would pick a number out of them, so such an answer is equal only as rlx reads it."""
+    if len(answer) > MAX_CHARS:
+        return True
+    text = re.sub(r"\\[A-Za-z]+", " ", normalise(answer))
+    return any(word.lower() not in MATH_WORDS for word in re.findall(r"[A-Za-z]{2,}", text))
 
 
 def stated_decimals(reference: str) -> int | None:

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import builtins
 import collections
-import io
 import json
 import sys
 import types
 from typing import Any
 
+from rlx.rewards.code import console
 from rlx.rewards.code.extract import choose
 from rlx.rewards.sandbox.values import SAFE_BUILTINS, Encoder, Hooks, Unencodable, decode
 
@@ -266,20 +266,11 @@ class Server(Hooks):
         return {"ok": True, "globals": found}
 
     def stdio(self, stdin: str) -> dict:
-        """Run the program as __main__ in fresh globals with `stdin`; its stdout comes back as text."""
-        out = io.StringIO()
-        saved = sys.stdin, sys.stdout
-        sys.stdin, sys.stdout = io.StringIO(stdin), out
-        error, code = None, None
-        try:
-            exec(self.code or "", {"__name__": "__main__"})
-        except SystemExit as err:
-            code = err.code if isinstance(err.code, int) else (0 if err.code is None else 1)
-        except BaseException as err:  # noqa: BLE001
-            error = describe(err)["error"]
-        finally:
-            sys.stdin, sys.stdout = saved
-        return {"stdout": out.getvalue()[:1_000_000], "error": error, "exit_code": code}
+        """Run the program as __main__ in fresh globals on `stdin` (file descriptors 0 and 1 of its own,
+        rlx.rewards.code.console); its stdout comes back as text."""
+        result = console.run(self.code or compile("", "<candidate>", "exec"), stdin)
+        error = result["error"]
+        return {**result, "error": None if error is None else describe(error)["error"]}
 
 
 def _rebuilt(reply) -> BaseException:
@@ -291,6 +282,7 @@ def _rebuilt(reply) -> BaseException:
 
 def fresh_module() -> None:
     sys.modules["__candidate__"] = types.ModuleType("__candidate__")
+    console.install_exits()
 
 
 WARM_PROGRAM = "def f(a, b=1):\n    a.append(b)\n    return (a, {'k': [b]}, f, (x for x in a))\n"
@@ -310,6 +302,7 @@ def warm() -> None:
         replies: list = []
         fresh_module()
         serve(WARM_PROGRAM, iter([(r, []) for r in requests] + [None]).__next__, replies.append)
+    console.warm()
     fresh_module()
 
 

@@ -256,15 +256,17 @@ def test_score_checks_a_task_row_as_training_does(tmp_path, test_cache):
 
 
 def test_score_prints_a_huge_answer_bounded(tmp_path, test_cache):
-    """A 5 MB completion is scored, and its verdict printed with every text field cut to 2,000 characters (a
-    50 MB answer was echoed back whole)."""
+    """A 5 MB completion is scored, and its verdict printed with every text field cut (to 2,000 characters by
+    rlx.score, or shorter by the reward itself: reward=math keeps 200 of an extracted answer); a 50 MB answer was
+    echoed back whole."""
     (tmp_path / "row.json").write_text('{"answer": "4"}')
     (tmp_path / "answer.txt").write_text("1" * 5_000_000)
     proc = run_cli(["-m", "rlx.score", "reward=math", "task=row.json", "completion=answer.txt"], tmp_path, test_cache)
     assert proc.returncode == 0 and len(proc.stdout) < 10_000, output(proc)
     verdict = json.loads(proc.stdout)
     assert verdict["status"] == "FAIL" and verdict["reward"] == 0.0
-    assert verdict["details"]["extracted"].endswith("... [4998000 more characters, 5000000 in all]")
+    extracted = verdict["details"]["extracted"]
+    assert extracted.startswith("1" * 100) and len(extracted) <= 2_100, extracted[-120:]
 
 
 STOPPED_SCORING = """

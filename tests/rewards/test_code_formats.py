@@ -92,8 +92,12 @@ def test_how_the_completion_meets_the_prompt():
     # what runs of it is picked in the sandbox (rlx.rewards.code.extract): the last block defining a tested name
     chat = "Here:\n```python\ndef f(x): return 1\n```\nand better:\n```python\ndef f(x): return x\n```\n"
     usage = chat + "Use it so:\n```python\nprint(f(3))\n```\n"
-    assert choose(chat, "fenced", ["f"]) == choose(usage, "fenced", ["f"]) == "def f(x): return x\n"
-    assert choose(usage, "completion", ["f"]) == "def f(x): return x\n"  # a chat answer does not compile
+    # the blocks before it are a notebook's earlier cells: their definitions first, the chosen block's win
+    both = "def f(x): return 1\n\ndef f(x): return x\n"
+    assert choose(chat, "fenced", ["f"]) == choose(usage, "fenced", ["f"]) == both
+    assert choose(usage, "completion", ["f"]) == both  # a chat answer does not compile
+    split = "First:\n```python\nimport heapq\nprint(heapq)\n```\nThen:\n~~~python\ndef f(x):\n    return x\n~~~\n"
+    assert choose(split, "completion", ["f"]) == "import heapq\n\ndef f(x):\n    return x\n"  # usage dropped
     program = 'def f(x):\n    """Use:\n```python\nf(1)\n```\n"""\n    return x\n'
     assert choose(program, "completion", ["f"]) == program  # a program that compiles runs whole
     indented = "1. The code:\n   ```py\n   def f(x):\n       return x\n   ```\n"
@@ -170,6 +174,10 @@ def test_values_round_trip_shared_and_flat_and_refuse_the_rest():
         {"root": ["@", 0], "nodes": [["list", "notalist"]]},
         {"root": ["@", 0], "nodes": [["dict", [[["@", 1], ["none"]]]], ["list", []]]},  # an unhashable key
         {"root": ["@", 0], "nodes": [["tuple", [["@", 0]]]]},  # a tuple that holds itself
+        {  # 64 tuples, each holding the one before twice: 2^64 parts to hash, compare or print
+            "root": ["@", 63],
+            "nodes": [["tuple", [["int", "1"]]]] + [["tuple", [["@", k - 1], ["@", k - 1]]] for k in range(1, 64)],
+        },
         {"root": ["ref", 1]},  # a handle where none is accepted
         "str",
         {"root": ["nope", 1]},
@@ -220,6 +228,31 @@ def test_free_names_the_stdlib_is_the_checkers_the_rest_the_candidates():
     leetcode = parse(row, "auto", "completion")
     assert leetcode.steps == ["check(Solution().add)"] and "Solution" in leetcode.proxies
     assert "check(add)" not in leetcode.setup  # the program's own call of check is the checker's step
+
+
+def test_a_stdlib_name_the_test_calls_or_passes_is_the_candidates_unless_it_is_a_module():
+    row = {"entry_point": "tokenize", "test": "def check(candidate):\n    assert candidate('a') == ['a']\n"}
+    tests = parse(row, "auto", "completion")
+    assert "tokenize" in tests.proxies  # the candidate's function named tokenize, asked of the sandbox
+    assert "if __rlx_standard__('tokenize'):" in tests.setup  # the module only where the candidate bound none
+    only_attributes = parse({"tests": ["assert math.isclose(area(1), 3.14, rel_tol=0.01)"]}, "auto", "completion")
+    assert "math" not in only_attributes.proxies  # math.isclose is the checker's, whatever the candidate's math is
+
+
+def test_mbpp_test_imports_and_apps_call_based_rows():
+    mbpp = parse(
+        {"test_imports": ["from collections import Counter"], "test_list": ["assert f() == Counter()"]},
+        "auto",
+        "completion",
+    )
+    assert mbpp.setup.startswith("from collections import Counter\n") and "Counter" not in mbpp.proxies
+    apps = parse({"input_output": '{"fn_name": "add", "inputs": [[1, 2]], "outputs": [[3]]}'}, "auto", "completion")
+    assert apps.format == "asserts" and apps.labels == ["assert add(1, 2) == [3]"]
+    assert sorted(apps.proxies) == ["Solution", "add"]
+    lines = parse({"input_output": {"inputs": [["1", "2"]], "outputs": [["3"]]}}, "auto", "completion")
+    assert lines.format == "stdio" and lines.inputs == ["1\n2"] and lines.outputs == ["3"]
+    with pytest.raises(RowError, match="fn_name"):
+        parse({"input_output": {"fn_name": "1x", "inputs": [[1]], "outputs": [[1]]}}, "auto", "completion")
 
 
 def test_unittest_assertions_are_tests_and_a_testcase_program_runs_its_methods():

@@ -122,16 +122,38 @@ CASES: dict[str, tuple[dict, str]] = {
 }
 
 
+RAISES = "def f(x):\n    if x < 0:\n        raise ValueError('no')\n    return x\n"
+# wrong programs whose error Python would report, though every assert ran: never full credit
+WRONG: dict[str, tuple[dict, str]] = {
+    "raises_after_the_last_assert": (
+        {"entry_point": "f", "test": "def check(candidate):\n    assert candidate(1) == 1\n    candidate(-1)\n"},
+        RAISES,
+    ),
+    "a_unittest_method_without_assertions_raises": (
+        {
+            "test": "import unittest\n\nclass T(unittest.TestCase):\n    def test_value(self):\n"
+            "        self.assertEqual(f(1), 1)\n\n    def test_runs(self):\n        f(-1)\n"
+        },
+        RAISES,
+    ),
+}
+
+
 @pytest.mark.slow
 def test_python_semantics_case_by_case():
     reward = configured_unit_tests_reward(base_uid=61700 + RUN_UID_OFFSET)
+    cases = {**CASES, **WRONG}
     try:
-        names = list(CASES)
-        verdicts = reward([CASES[n][1] for n in names], [CASES[n][0] for n in names])
+        names = list(cases)
+        verdicts = dict(zip(names, reward([cases[n][1] for n in names], [cases[n][0] for n in names]), strict=True))
     finally:
         reward.close()
-    failed = {n: v.details for n, v in zip(names, verdicts, strict=True) if v.status != Status.PASS}
+    failed = {n: verdicts[n].details for n in CASES if verdicts[n].status != Status.PASS}
     assert failed == {}
+    for name in WRONG:  # one of the two tests (the program's own error) failed: half credit, FAIL
+        verdict = verdicts[name]
+        assert verdict.status == Status.FAIL and verdict.reward == 0.5, (name, verdict)
+        assert verdict.details["first_failure"]["error"] == "ValueError", verdict.details
 
 
 def test_mutated_arguments_refill_the_tests_own_objects_in_place():

@@ -9,13 +9,15 @@ import json
 import pytest
 
 from rlx.rewards.base import Status
-from tests.rewards.recall.code_adversarial import ADVERSARIAL
+from tests.rewards.recall import code_second_round
+from tests.rewards.recall.code_adversarial import ADVERSARIAL as FIRST_ADVERSARIAL
 from tests.rewards.recall.code_honest import VALUES
 from tests.rewards.recall.code_honest_styles import STYLES
 from tests.rewards.sandbox_helpers import RUN_UID_OFFSET, configured_unit_tests_reward
 
 pytestmark = pytest.mark.slow
-HONEST = VALUES + STYLES
+HONEST = VALUES + STYLES + code_second_round.HONEST
+ADVERSARIAL = FIRST_ADVERSARIAL + code_second_round.ADVERSARIAL
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +34,7 @@ def verdicts():
 def test_the_corpus_names_are_unique():
     names = [name for name, _, _ in HONEST + ADVERSARIAL]
     assert len(names) == len(set(names))
-    assert len(HONEST) >= 30 and len(ADVERSARIAL) >= 25
+    assert len(HONEST) >= 50 and len(ADVERSARIAL) >= 30
 
 
 def test_confusion_matrix(verdicts, capsys):

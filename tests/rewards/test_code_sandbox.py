@@ -149,12 +149,13 @@ STDIO = {"task_id": "s", "tests": [{"stdin": "3\n", "stdout": "9\n"}, {"stdin": 
         ("print(int(input()) ** 2)\n", Status.PASS, None),
         ("import sys\nprint(int(input()) ** 2)\nsys.exit()\n", Status.PASS, None),  # judges accept sys.exit()
         ("import sys\nsys.exit(0)\n", Status.FAIL, None),  # exit 0, no output: earns nothing
-        ("import os\nos._exit(0)\n", Status.CRASH, None),
+        ("import os\nos._exit(0)\n", Status.FAIL, None),  # ends the case as sys.exit(0) does: no output
+        ("import os, sys\nprint(int(input()) ** 2)\nsys.stdout.flush()\nos._exit(0)\n", Status.PASS, None),
         ("n = int(input())\nprint(n * n)\nraise ValueError('late')\n", Status.FAIL, "ValueError"),
         ("while True:\n    pass\n", Status.TIMEOUT, "Timeout"),
         ("print('9\\n' * 10**6)\n", Status.VIOLATION, None),  # 2 MB back: over output_kb
     ],
-    ids=["right", "sys_exit_after", "exit_first", "os_exit", "raises", "hang", "flood"],
+    ids=["right", "sys_exit_after", "exit_first", "os_exit", "os_exit_after", "raises", "hang", "flood"],
 )
 def test_stdio_outputs_are_compared_outside(reward, code, status, error):
     (verdict,) = reward([code], [STDIO])

@@ -8,7 +8,7 @@ from fractions import Fraction
 import pytest
 
 from rlx.rewards.base import Status
-from rlx.rewards.math import MathReward
+from rlx.rewards.math import MathReward, hedged
 from rlx.rewards.math_answer import Items, Number, Text, decide, read
 from tests.rewards.recall.math_corpus import ADVERSARIAL, HONEST
 
@@ -32,7 +32,18 @@ from tests.rewards.recall.math_corpus import ADVERSARIAL, HONEST
         ("5 m", Number(Fraction(5))),
         ("5m", Text("5m")),  # 5 times m
         ("\\left[0, 1\\right)", Items("[)", (Number(Fraction(0)), Number(Fraction(1))))),
-        ("2^{1000000000}", Text("2^{1000000000}")),  # over the size limit: never evaluated
+        ("2^{1000000000}", Text("2^{1000000000}", huge=True)),  # over the size limit: never evaluated
+        ("1\\frac{1}{2}", Number(Fraction(3, 2))),  # a mixed number
+        ("1 1/2", Number(Fraction(3, 2))),
+        ("0.1\\overline{6}", Number(Fraction(1, 6))),
+        ("0.333...", Number(Fraction(1, 3))),
+        ("1.5e3", Number(Fraction(1500))),
+        ("1\\,000\\,000", Number(Fraction(10**6))),
+        ("\\pm 2", Items("", (Number(Fraction(2)), Number(Fraction(-2))))),
+        ("x = 2 \\text{ or } x = 3", Items("", (Number(Fraction(2)), Number(Fraction(3))))),
+        ("\\{1, 2\\}", Items("", (Number(Fraction(1)), Number(Fraction(2))))),  # a set is a set of solutions
+        ("\\phantom{8}7", Number(Fraction(7))),  # what renders as nothing is nothing
+        ("\\textbf{(C)}", Text("C")),
     ],
 )
 def test_answers_are_read_as_values(answer, value):
@@ -53,12 +64,38 @@ def test_answers_are_read_as_values(answer, value):
         ("3, 2", "2, 3", True),  # bare lists: a set of solutions
         ("(2, 1)", "(1, 2)", False),  # bracketed: ordered
         ("\\sqrt{2}", "\\sqrt{2}", True),
-        ("\\sqrt{2}", "\\sqrt2", None),  # text that differs: left to a symbolic verifier
+        ("\\sqrt{2}", "\\sqrt2", True),  # exact roots: sums of q·√n·π^k
+        ("\\frac{\\sqrt{2}}{2}", "\\frac{1}{\\sqrt2}", True),
+        ("\\sqrt{8}", "2\\sqrt{2}", True),
+        ("\\frac{\\pi}{2}", "\\frac12\\pi", True),
+        ("\\sqrt{2}", "1.41", True),  # rounds to the reference's digits
+        ("1.41", "\\sqrt{2}", False),  # an approximation of an exact reference
+        ("25\\%", "0.25", True),
+        ("25\\%", "25", True),
+        ("25\\%", "2.5", False),
+        ("7 \\text{ hours}", "7 \\text{ minutes}", False),
+        ("7 \\text{ cm}", "7", True),
+        ("\\neq 7", "7", False),
+        ("7?", "7", False),
+        ("x^2+1", "1+x^2", None),  # text that differs: left to a symbolic verifier
         ("123", "1,2,3", False),
     ],
 )
 def test_decide(predicted, reference, same):
     assert decide(predicted, reference) is same
+
+
+@pytest.mark.parametrize(
+    "completion, is_hedge",
+    [
+        ("\\boxed{7} or maybe \\boxed{8}", True),
+        ("\\boxed{\\frac12}, that is \\boxed{0.5}", False),  # one answer in two forms
+        ("#### 7\n#### 8", True),
+        ("\\boxed{7}", False),
+    ],
+)
+def test_different_final_answers_are_a_hedge(completion, is_hedge):
+    assert hedged(completion) is is_hedge
 
 
 def score(reward: MathReward, pairs: list[tuple[str, str]]) -> list[float]:

@@ -33,8 +33,9 @@ import types
 from rlx.rewards.base import Status
 from rlx.rewards.code.client import Client
 from rlx.rewards.code.compare import Comparison
+from rlx.rewards.code.deadline import Clock, with_ticks
 from rlx.rewards.code.formats import Tests
-from rlx.rewards.code.remote import CandidateAbort, CandidateRaised, SessionEnded, kind_of, label
+from rlx.rewards.code.remote import CandidateAbort, CandidateRaised, Remote, SessionEnded, kind_of, label
 from rlx.rewards.sandbox.session import Ended, Session
 
 ENDED = {Status.TIMEOUT: "Timeout", Status.OOM: "MemoryError", Status.CRASH: "Exited", Status.VIOLATION: "Violation"}
@@ -79,6 +80,19 @@ class Sites:
             self.failures[site] = {"test": site, "ok": False, "got": label(got), "expected": label(expected)}
         self._done(site)
 
+    def check_apps(self, site: int, got, expected) -> None:
+        """APPS's call-based comparison (its harness's leniency): a tuple result counts as a list (and a list of
+        tuples as a list of lists), and an expected value published inside a one-item list matches that item."""
+        if type(got) is tuple:
+            got = list(got)
+        if type(got) is list and got and all(type(item) is tuple for item in got):
+            got = [list(item) for item in got]
+        wrapped = type(expected) is list and len(expected) == 1
+        if self.comparison.equal(got, expected) or (wrapped and self.comparison.equal(got, expected[0])):
+            self._done(site)
+            return
+        self.check_eq(site, got, expected)
+
     def abort(self, error: BaseException) -> None:
         """A step raised outside a comparison: the current site (if any) fails with the cause."""
         kind = _ended_kind(error) if isinstance(error, SessionEnded) else kind_of(error)
@@ -108,13 +122,15 @@ class Sites:
         return out
 
 
+_ABSENT = object()
 RANDOM_METHODS = tuple(name for name in random.__all__ if callable(getattr(random.Random, name, None)))
 
 
 @functools.lru_cache(maxsize=4096)
 def _compiled(source: str, name: str) -> types.CodeType:
-    """A test program's step, compiled once per distinct text (code objects are immutable: safe to share)."""
-    return compile(source, name, "exec")
+    """A test program's step, compiled once per distinct text (code objects are immutable: safe to share), with
+    the ticks that hold the program's time limit in its loops and functions (rlx.rewards.code.deadline)."""
+    return compile(with_ticks(source), name, "exec")
 
 
 def private_builtins() -> dict:
@@ -169,17 +185,28 @@ def run_program(session: Session, tests: Tests, comparison: Comparison, timeout_
     except CandidateAbort as err:
         sites.abort(err)
         return [*sites.records(True), {"event": "done"}]
+    theirs = dict(namespace)
+
+    def standard(name: str) -> bool:
+        """Whether a standard-library name the test reads is that module: the candidate left it unbound or bound
+        it to a module (its own `import bisect`), not to a function of its own (`def bisect(...)`)."""
+        value = theirs.get(name, _ABSENT)
+        return value is _ABSENT or (isinstance(value, Remote) and value._type == "module")
+
     namespace |= {
+        "__rlx_standard__": standard,
         "__name__": "__checker__",
         "__builtins__": private_builtins(),
         "__rlx_enter__": sites.enter,
         "__rlx_assert__": sites.check,
         "__rlx_assert_eq__": sites.check_eq,
+        "__rlx_assert_apps__": sites.check_apps,
         "__rlx_unittest__": run_case,
+        "__rlx_tick__": Clock(session.wall_deadline, client),  # the test's own loops stop at the time limit
     }
     try:
         exec(_compiled(tests.setup, "<setup>"), namespace)
-    except CandidateAbort as err:  # the test's setup called the candidate, which ended
+    except CandidateAbort as err:  # the test's setup called the candidate, which ended (or time ran out)
         sites.abort(err)
         return [*sites.records(True), {"event": "done"}]
     except (Exception, SystemExit) as err:  # noqa: BLE001 - the row's own code: a dataset error, not the candidate's
@@ -195,6 +222,9 @@ def run_program(session: Session, tests: Tests, comparison: Comparison, timeout_
         except STOPPED as err:  # the test program stopped: its current assert fails
             sites.abort(err)
             aborted = True
+        if client.dead is not None:  # the session ended (or its time is over): nothing later can pass
+            aborted = True
+            break
     return [*sites.records(aborted), {"event": "done"}]
 
 

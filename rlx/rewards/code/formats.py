@@ -2,13 +2,15 @@
 
 Formats (a row's `test_format` field, else the reward's `format`, else recognised from the row's fields):
 - `asserts`: `tests` (or MBPP's `test_list`) is a list of assert statements, e.g. `"assert add(1, 2) == 3"`;
-  MBPP's `test_setup_code` runs first. Also today's `{"input": [args], "output": value}` items with the row's
-  `entry_point`, which become `assert entry_point(*args) == value`.
+  MBPP's `test_imports` (sanitized MBPP) and `test_setup_code` run first. Also today's `{"input": [args],
+  "output": value}` items with the row's `entry_point`, which become `assert entry_point(*args) == value`.
 - `check`: `test` is a program defining `check(candidate)` (HumanEval, MBPP+, EvalPlus) and `entry_point` names
   the function under test, or is an expression of the candidate's names (LeetCode's `Solution().twoSum`); the
   checker runs `check(<entry_point>)`. A program of unittest `TestCase` classes instead runs each test method.
 - `stdio`: `tests` is a list of `{"stdin": ..., "stdout": ...}` (or `{"input": ..., "output": ...}` strings
-  with no `entry_point`), or APPS's `input_output` ({"inputs": [...], "outputs": [...]}, JSON text or object).
+  with no `entry_point`), or APPS's `input_output` ({"inputs": [...], "outputs": [...]}, JSON text or object;
+  an input or output given as a list of lines is joined, as APPS's harness does). With a `fn_name` it is
+  APPS's call-based format instead: each input is a list of arguments (`_call_based`).
 
 The test program runs as HumanEval's harness runs it (prompt + completion + test, one program): the prompt's
 helpers (rlx.rewards.code.program.prompt_helpers) are defined for it, every other name it reads and does not
@@ -25,7 +27,7 @@ import ast
 import json
 from dataclasses import dataclass, field
 
-from rlx.rewards.code.program import Instrument, free_names, harness_calls, prompt_helpers, test_cases
+from rlx.rewards.code.program import STDLIB, Instrument, free_names, harness_calls, prompt_helpers, test_cases
 
 FORMATS = ("asserts", "check", "stdio")
 CODE_FROM = ("completion", "prompt_completion", "fenced")
@@ -112,6 +114,12 @@ def _setup(row: dict, code_from: str) -> tuple[str, list[str], str]:
     setup = row.get("test_setup_code") or ""
     if not isinstance(setup, str):
         raise RowError("`test_setup_code` must be text")
+    imports = row.get("test_imports") or []  # MBPP (sanitized): import lines the tests need
+    if isinstance(imports, str):
+        imports = [imports]
+    if not (isinstance(imports, list) and all(isinstance(line, str) for line in imports)):
+        raise RowError("`test_imports` must be a list of import lines")
+    setup = "".join(line.strip() + "\n" for line in imports) + setup
     tree = _parse_python(setup, "`test_setup_code`")
     classes += [node.name for node in tree.body if isinstance(node, ast.ClassDef)]
     preamble = helpers if code_from != "prompt_completion" else ""
@@ -141,8 +149,10 @@ def _call_pairs(row: dict) -> Tests | None:
     tests, entry = row.get("tests"), row.get("entry_point")
     if not (isinstance(entry, str) and entry.isidentifier() and isinstance(tests, list) and tests):
         return None
-    if row.get("test_setup_code") or not all(
-        isinstance(t, dict) and isinstance(t.get("input"), list) and "output" in t for t in tests
+    if (
+        row.get("test_setup_code")
+        or row.get("test_imports")
+        or not all(isinstance(t, dict) and isinstance(t.get("input"), list) and "output" in t for t in tests)
     ):
         return None
     labels, steps = [], []
@@ -153,8 +163,17 @@ def _call_pairs(row: dict) -> Tests | None:
     return Tests("asserts", labels, steps=steps, proxies=[entry])
 
 
-def _imports(modules: list[str]) -> str:
-    return "".join(f"try:\n    import {name}\nexcept ImportError:\n    pass\n" for name in modules)
+def _imports(modules: list[str], proxies: list[str]) -> str:
+    """The checker's own import of each standard-library module the test reads attributes of; and of each other
+    standard-library name it reads, unless the candidate bound that name to something else than a module
+    (rlx.rewards.code.checker's `__rlx_standard__`)."""
+    lines = [f"try:\n    import {name}\nexcept ImportError:\n    pass\n" for name in modules]
+    lines += [
+        f"if __rlx_standard__({name!r}):\n    try:\n        import {name}\n    except ImportError:\n        pass\n"
+        for name in proxies
+        if name in STDLIB
+    ]
+    return "".join(lines)
 
 
 def _asserts(row: dict, code_from: str) -> Tests:
@@ -173,7 +192,7 @@ def _asserts(row: dict, code_from: str) -> Tests:
     entry = _entry_name(row)
     if entry is not None and entry not in proxies:
         proxies.append(entry)
-    return Tests("asserts", labels, _imports(modules) + setup, steps, proxies, classes, preamble, code_from)
+    return Tests("asserts", labels, _imports(modules, proxies) + setup, steps, proxies, classes, preamble, code_from)
 
 
 def _check(row: dict, code_from: str) -> Tests:
@@ -201,7 +220,7 @@ def _check(row: dict, code_from: str) -> Tests:
         raise RowError("`test`'s check(candidate) has no assert: nothing could fail")
     classes += [node.name for node in tree.body if isinstance(node, ast.ClassDef)]
     modules, proxies = free_names([ast.parse(setup), tree, *trees], set())
-    source = _imports(modules) + setup + program + "\n"
+    source = _imports(modules, proxies) + setup + program + "\n"
     return Tests("check", labels, source, steps, proxies, classes, preamble, code_from)
 
 
@@ -215,7 +234,11 @@ def _stdio(row: dict) -> Tests:
                 raise RowError(f"`input_output` is not JSON ({err})") from None
         if not (isinstance(pairs, dict) and isinstance(pairs.get("inputs"), list)):
             raise RowError('`input_output` must be {"inputs": [...], "outputs": [...]}')
-        inputs, outputs = pairs["inputs"], pairs.get("outputs")
+        if "fn_name" in pairs:
+            return _call_based(pairs)
+        # APPS gives some inputs and outputs as lists of lines; its harness joins them
+        inputs, outputs = [_lines(v) for v in pairs["inputs"]], pairs.get("outputs")
+        outputs = [_lines(v) for v in outputs] if isinstance(outputs, list) else outputs
     else:
         tests = row.get("tests")
         if not isinstance(tests, list) or not tests:
@@ -230,6 +253,31 @@ def _stdio(row: dict) -> Tests:
         if not isinstance(text, str):
             raise RowError(f"stdin/stdout case {number % len(inputs)} holds a {type(text).__name__}, not text")
     return Tests("stdio", [f"case {i}" for i in range(len(inputs))], inputs=inputs, outputs=outputs)
+
+
+def _lines(value):
+    return "\n".join(value) if isinstance(value, list) and all(isinstance(v, str) for v in value) else value
+
+
+def _call_based(pairs: dict) -> Tests:
+    """APPS's call-based problems: `fn_name` is called with each input (a list of arguments), as its harness
+    does: a method of `Solution()` when the program defines that class, else the function; compared as
+    `__rlx_assert_apps__` does (rlx.rewards.code.checker)."""
+    name, inputs, outputs = pairs["fn_name"], pairs["inputs"], pairs.get("outputs")
+    if not (isinstance(name, str) and name.isidentifier()):
+        raise RowError(f"`input_output.fn_name` must name the function under test (got {name!r:.80})")
+    if not (isinstance(outputs, list) and len(outputs) == len(inputs) and inputs):
+        raise RowError("call-based tests need as many outputs as inputs, at least one")
+    function = f"(Solution().{name} if 'Solution' in globals() else {name})"
+    labels, steps = [], []
+    for site, (args, expected) in enumerate(zip(inputs, outputs, strict=True)):
+        if not isinstance(args, list):
+            raise RowError(f"`input_output.inputs[{site}]` must be the list of arguments")
+        call = f"{name}({', '.join(repr(arg) for arg in args)})"
+        labels.append(f"assert {call} == {expected!r}")
+        arguments = ", ".join(repr(arg) for arg in args)
+        steps.append(f"__rlx_enter__({site})\n__rlx_assert_apps__({site}, {function}({arguments}), {expected!r})")
+    return Tests("asserts", labels, steps=steps, proxies=[name, "Solution"])
 
 
 def parse(row: dict, format: str, code_from: str) -> Tests:

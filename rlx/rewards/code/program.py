@@ -7,9 +7,10 @@
   `class Solution`) are the candidate's to write, so the test program sees the candidate's. The helpers run in
   the checker (the dataset's versions: a completion that redefines `poly` changes nothing the test computes) and
   before the candidate's code.
-- `free_names`: the names a test program reads and never binds: a name of the standard library is imported in
-  the checker (`math.isclose` stays the real one); every other one is the candidate program's global of that
-  name (the function under test, `Solution`, a constant), reached by request.
+- `free_names`: the names a test program reads and never binds: a name of the standard library that the test
+  only reads attributes of is imported in the checker (`math.isclose` stays the real one, whatever the
+  candidate bound to `math`); every other one is the candidate program's global of that name (the function under
+  test, `Solution`, a constant, a function of its own named `tokenize`), reached by request.
 - `Instrument`: every `assert` is one test (a site); so is a unittest assertion call (`self.assertEqual(...)`,
   `tc.assertRaises(ValueError, f, -1)`) and a `with ...assertRaises(...)` / `with pytest.raises(...)` block.
 """
@@ -111,18 +112,23 @@ def bound_names(tree: ast.AST) -> set[str]:
 
 
 def free_names(trees: list[ast.AST], bound: set[str]) -> tuple[list[str], list[str]]:
-    """(standard-library modules to import in the checker, names that are the candidate's) of `trees`."""
+    """(standard-library modules to import in the checker, names that are the candidate's) of `trees`: the names
+    the test reads and never binds. A standard-library name the test only reads attributes of (`math.isclose`)
+    is the checker's own import of that module, whatever the candidate bound to it; every other name is the
+    candidate's global (a standard-library name among them only when the candidate bound it to something else
+    than a module: its function named `tokenize`)."""
     loaded: set[str] = set()
-    called: set[str] = set()
+    values: set[str] = set()  # names read otherwise than as `name.attribute`
     for tree in trees:
         bound = bound | bound_names(tree)
+        bases = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
         for node in ast.walk(tree):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 loaded.add(node.id)
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-                called.add(node.func.id)
+                if id(node) not in bases:
+                    values.add(node.id)
     free = {name for name in loaded - bound - BUILTINS if not name.startswith("__rlx")}
-    modules = sorted(name for name in free - called if name in STDLIB)
+    modules = sorted(name for name in free - values if name in STDLIB)
     return modules, sorted(free - set(modules))
 
 

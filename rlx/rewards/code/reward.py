@@ -27,7 +27,11 @@ from rlx.rewards.code.formats import CODE_FROM, FORMATS, RowError, Tests, candid
 from rlx.rewards.sandbox.session import Failure, Limits, Sandbox, Session
 
 HARNESS = "rlx.rewards.unit_tests_harness"  # the sandbox's own: load, call, stdio (SANDBOX_API.md)
-MODULES = ("rlx.rewards.sandbox.values", "rlx.rewards.code.extract")  # copied into the jail for the harness
+MODULES = (
+    "rlx.rewards.sandbox.values",
+    "rlx.rewards.code.extract",
+    "rlx.rewards.code.console",
+)  # copied into the jail for the harness
 log = logging.getLogger(__name__)
 ENDED_STATUS = {"Timeout": Status.TIMEOUT, "MemoryError": Status.OOM, "Violation": Status.VIOLATION}
 
@@ -182,10 +186,14 @@ class CodeTestsReward:
         key = "case" if tests.format == "stdio" else "test"
         seen = {r[key]: r for r in records if type(r.get(key)) is int}
         aborted = next((r for r in records if r.get("event") == "aborted"), None)
-        if aborted is not None:  # the program stopped before its first assert: say why at the first unreached one
+        stopped = None  # the program raised outside every assert after reaching them all: it failed, as in Python
+        if aborted is not None:  # the program stopped outside an assert: say why at the first unreached one
             first = next((i for i, r in sorted(seen.items()) if r.get("error") == "NotReached"), None)
+            failure = {"ok": False, "error": str(aborted.get("error"))[:80], "detail": str(aborted.get("detail"))[:300]}
             if first is not None:
-                seen[first] = {**seen[first], "error": aborted.get("error"), "detail": aborted.get("detail")}
+                seen[first] = {**seen[first], **failure}
+            else:
+                stopped = {"test": -1, "label": "(the test program)", **failure}
         outcomes = []
         for index, label in enumerate(tests.labels):
             record = seen.get(index)
@@ -197,7 +205,7 @@ class CodeTestsReward:
             elif record.get("counts") is not False or record.get("ok") is not True:  # else: not a test
                 kept = {k: str(record[k])[:300] for k in ("got", "expected", "error", "detail") if k in record}
                 outcomes.append({**outcome, "ok": record.get("ok") is True, **kept})
-        return outcomes
+        return outcomes if stopped is None else [*outcomes, stopped]
 
     def _case(self, record: dict, expected: str) -> dict:
         if "error" in record:

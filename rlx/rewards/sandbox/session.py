@@ -102,6 +102,9 @@ class Session:
     def __init__(self, jail: JailProcess, limits: Limits) -> None:
         self._jail, self._limits = jail, limits
         self._deadline = time.monotonic() + limits.wall_s + BACKSTOP_S
+        # when the program's time is over (the zygote kills the candidate then): the checker's own work on the
+        # program (a unit test's test program) stops there too
+        self.wall_deadline = time.monotonic() + limits.wall_s
         self._ended: Ended | None = None
         self.facts: RunFacts | None = None
 
