@@ -66,6 +66,7 @@ def run(cfg: DictConfig) -> float | None:
 def report_stop(cfg: DictConfig, stopped: SystemExit) -> None:
     """status.json says `stopped` (the phase, the signal, the step), and one line says so and how to go on; a
     `Stopped` then ends the process at once (rlx.cli.status.exit_now), the others unwind as a SystemExit."""
+    # start-up time: status and stop pull in Lightning, which `--help` and config errors never need
     from rlx.cli import status, stop
 
     stop.record_only()  # a second signal must not cut these writes

@@ -290,13 +290,12 @@ WARM_PROGRAM = "def f(a, b=1):\n    a.append(b)\n    return (a, {'k': [b]}, f, (
 
 def warm() -> None:
     """The usual requests, a few dozen times, in the zygote before it forks candidates (zygote._warm)."""
-    from rlx.rewards.sandbox.values import Encoder as Encode
 
     for _ in range(40):
         requests = [
             {"op": "load", "code_from": "completion", "names": ["f"], "classes": [], "preamble": ""},
-            {"op": "call", "target": ["g", "f"], "args": Encode().encode([[1, 2.5, "x", None, True]]), "sync": True},
-            {"op": "call", "target": ["g", "f"], "args": Encode().encode([[3]]), "kwargs": Encode().encode({"b": 2})},
+            {"op": "call", "target": ["g", "f"], "args": Encoder().encode([[1, 2.5, "x", None, True]]), "sync": True},
+            {"op": "call", "target": ["g", "f"], "args": Encoder().encode([[3]]), "kwargs": Encoder().encode({"b": 2})},
             {"op": "getattr", "target": ["g", "f"], "name": "__name__"},
         ]
         replies: list = []

@@ -38,6 +38,7 @@ class Alarm(Exception):
 def meta_elements(source: str) -> int | None:
     """Elements of the inputs get_inputs() makes and of the output Model makes of them, on the meta device;
     None where that does not run."""
+    # start-up time: the parent only reads sources and sizes; torch is imported in the probing child alone
     import torch
 
     namespace: dict = {"__name__": "__kernelbench_probe__"}
@@ -82,6 +83,7 @@ def fit_one(source: str, max_elements: int, min_size: int) -> Fitted:
 
 
 def child() -> None:
+    # start-up time: as in meta_elements, torch only in the probing child
     import torch
 
     torch.set_num_threads(1)

@@ -14,6 +14,7 @@ exit status and the output written so far (os._exit would end the candidate's wh
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import fcntl
 import os
@@ -150,7 +151,6 @@ def warm() -> None:
 
 def install_exits() -> None:
     """`exit` and `quit` as a program sees them (site defines them; the sandbox's interpreter runs without site)."""
-    import builtins
 
     def leave(code=None):
         raise SystemExit(code)

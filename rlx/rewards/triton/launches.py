@@ -199,6 +199,7 @@ def install(session: Session) -> None:
     watched += [jit.JITFunction, jit.KernelInterface, interpreter.InterpretedFunction, interpreter.GridExecutor]
     watched += [autotuner.Autotuner, autotuner.Heuristics, autotuner.Config, interpreter.InterpreterBuilder]
     if interpreting():
+        # optional state: Triton's driver module probes for a GPU on import; only the interpreter's is wanted
         from triton.runtime.driver import driver
 
         memory.install(session)

@@ -85,6 +85,7 @@ def _dunder(name: str) -> bool:
 
 @functools.cache
 def _base_classes() -> tuple[type, ...]:
+    # start-up time: the static check runs in processes that may never need torch (rlx.score on a bad row)
     import torch
 
     return torch.nn.Module, torch.autograd.Function
