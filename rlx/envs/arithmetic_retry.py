@@ -28,7 +28,7 @@ class Attempt:
 
 
 def direction(given: str, answer: str) -> str:
-    """"low" / "high" against the reference, or "not a number" where either is not an integer."""
+    """The hint: low or high against the reference, or "not a number" where either is not an integer."""
     try:
         value, expected = int(given.strip()), int(answer.strip())
     except ValueError:
@@ -57,10 +57,7 @@ class ArithmeticRetryEnv:
                 "{direction} (write {{ and }} for literal braces)"
             ) from None
         self.reward, self.max_turns, self.feedback = reward, max_turns, feedback
-
-    @property
-    def required_fields(self) -> tuple[str, ...]:
-        return ("prompt", *getattr(self.reward, "required_fields", ()))
+        self.required_fields: tuple[str, ...] = ("prompt", *reward.required_fields)
 
     def reset(self, rows: list[dict]) -> list[Attempt]:
         return [Attempt(row) for row in rows]

@@ -58,8 +58,9 @@ class Retry:
         pass
 
 
-def started(first: str, limits: TurnLimits, env=Retry()) -> Episode:
+def started(first: str, limits: TurnLimits) -> Episode:
     """An episode whose first turn `first` was sampled and answered (as rlx.rollout.collect leaves it)."""
+    env = Retry()
     episode = Episode(ids("3+4="), state={})
     sampled = [*ids(first), EOS]
     episode.add_turn((sampled, [-0.5] * len(sampled), first, False), EOS)
