@@ -49,6 +49,7 @@ def build(cfg: DictConfig, inputs: Inputs | None = None) -> tuple[RLModule, pl.T
     peft = build_node(cfg, "peft")
     rollout = build_node(cfg, "rollout")  # before the model loads: rollout=vllm without vLLM stops here
     env, max_context = build_env(cfg, reward, rollout)  # conf/env: the episode (env=single: one turn of the reward)
+    task.check_fields(env.required_fields)  # the fields the environment reads, in every row
     model = build_node(cfg, "model")
     warn_inert(cfg, algo=algo, advantage=advantage, task=task, reward=reward, sampler=sampler, model=model)
     loaded = model(task)
