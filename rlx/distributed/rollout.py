@@ -82,7 +82,8 @@ def join(parts: list, pad_id: int):
                     fill = pad_id if f.name == "input_ids" else 0
                     v = torch.nn.functional.pad(v, (width_p - p_width, width_t - t_width), value=fill)
                 elif v.dim() >= 2 and v.shape[1] == t_width:  # [N, T]: completion positions
-                    v = torch.nn.functional.pad(v, (0, width_t - t_width), value=0)
+                    fill = -1 if f.name == "token_turn" else 0  # a multi-turn batch: -1 off the sampled ids
+                    v = torch.nn.functional.pad(v, (0, width_t - t_width), value=fill)
                 padded.append(v)
             out[f.name] = torch.cat(padded)
         elif isinstance(values[0], list):
