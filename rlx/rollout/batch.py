@@ -54,6 +54,12 @@ class RolloutBatch:
     # The policy version that sampled each row (rollout.max_staleness > 0: rlx.rollout.staleness); None: the
     # synchronous loop, where every row comes from the weights being updated.
     policy_version: Tensor | None = None  # [N] int
+    # Multi-turn episodes (rlx.envs): the model turn each sampled token belongs to (-1 on observation tokens and
+    # padding; response_mask is 0 there), each model turn's reward from the environment (0 beyond the episode's
+    # turns) and the model turns taken. None: one-turn episodes (every sampled token is turn 0, rewarded `rewards`).
+    token_turn: Tensor | None = None  # [N, T] long
+    turn_rewards: Tensor | None = None  # [N, K] float, K = the most turns an episode of the batch took
+    turns: Tensor | None = None  # [N] long
 
     @property
     def response_width(self) -> int:
@@ -117,6 +123,9 @@ def concat(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
             sampling_temperature=b.sampling_temperature,
             sampler_logp=None if b.sampler_logp is None else pad(b.sampler_logp, 0, right, 0.0),
             policy_version=b.policy_version,
+            token_turn=None if b.token_turn is None else pad(b.token_turn, 0, right, -1),
+            turn_rewards=b.turn_rewards,
+            turns=b.turns,
         )
         offset += int(b.group_index.max()) + 1 if len(b.group_index) else 0
         parts.append(rb)
@@ -137,7 +146,26 @@ def concat(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
         **reusable_logprobs(parts),
         sampler_logp=torch.cat(sampler) if len(sampler) == len(parts) else None,  # every part's, or none
         policy_version=torch.cat(versions) if len(versions) == len(parts) else None,
+        **episode_turns(parts),
     )
+
+
+def episode_turns(parts: list[RolloutBatch]) -> dict:
+    """The joined token_turn [N, T], turn_rewards [N, K] (0-padded to the most turns) and turns [N] when every
+    part has them, else none (one-turn episodes)."""
+    found = [
+        (p.token_turn, p.turn_rewards, p.turns)
+        for p in parts
+        if p.token_turn is not None and p.turn_rewards is not None and p.turns is not None
+    ]
+    if len(found) < len(parts):
+        return {}
+    k = max(rewards.shape[1] for _, rewards, _ in found)
+    return {
+        "token_turn": torch.cat([token_turn for token_turn, _, _ in found]),  # [N, T]
+        "turn_rewards": torch.cat([torch.nn.functional.pad(r, (0, k - r.shape[1])) for _, r, _ in found]),  # [N, K]
+        "turns": torch.cat([turns for _, _, turns in found]),  # [N]
+    }
 
 
 def reusable_logprobs(parts: list[RolloutBatch]) -> dict:
