@@ -10,10 +10,11 @@ environment's per-turn rewards instead (`batch.turn_rewards`):
 
 Either signal gets a group-relative baseline per (prompt, turn index): the mean of the samples of the same prompt
 that took that turn, or the mean of the *other* ones (leave_one_out: Dr. Kernel's TRLOO), optionally divided by
-that cell's std. The bias trap (MULTITURN.md, trap 6; verl #7244): when the policy decides when to stop, which
-samples reach turn k depends on their earlier actions, so the per-turn-index baseline is action-dependent and the
-gradient is no longer unbiased. It is exact when every episode takes the same number of turns (the environment,
-not the policy, ends it: max_turns).
+that cell's std. The bias trap (verl #7244; docs/algorithms.md): when the policy decides when to stop, which
+samples reach turn k depends on their earlier actions, so the baseline is action-dependent: a later turn's gradient
+is scaled by the chance that another sample of its prompt reached that turn (a cell of one gets 0), a factor the
+stop policy sets (computed exactly in tests/algos/test_turns.py). It is exact when every episode takes the same
+number of turns (the environment, not the policy, ends it: max_turns).
 
 Shapes: N episodes, T completion tokens, K = the most model turns an episode of the batch took.
 """

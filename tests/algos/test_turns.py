@@ -1,5 +1,8 @@
 """Turn-level credit (rlx.algos.turns): discounted returns per turn, the per-(prompt, turn) baseline, the tokens."""
 
+import itertools
+import math
+
 import pytest
 import torch
 
@@ -255,3 +258,44 @@ def test_the_config_group_builds_them(cfg_factory):
     )
     built = build_node(cfg_factory("advantage=turn_reward", "advantage.signal=immediate"), "advantage")
     assert isinstance(built, TurnReward) and not built.improvement and built.gamma == 1.0
+
+
+def expected_gradient(p: float, q: float, size: int, turn_level: bool) -> tuple[float, float]:
+    """E[(1/G) Σ_i Σ_k A_{i,k} ∇θ log π(a_{i,k})], exactly, over every joint outcome of one group of `size`.
+
+    The toy MDP of the bias trap: at turn 0 the policy stops (prob p = σ(θ0), reward 0.5, the episode ends) or
+    goes on (reward 0); at turn 1 it wins (prob q = σ(θ1), reward 1) or loses (0). J = 0.5·p + (1 − p)·q.
+    ∇θ log σ-Bernoulli = 1 − prob for the action taken with prob, −prob for the other.
+    """
+    outcomes = [("stop", p), ("win", (1 - p) * q), ("lose", (1 - p) * (1 - q))]
+    grad = [0.0, 0.0]
+    for combo in itertools.product(outcomes, repeat=size):
+        chance = math.prod(c for _, c in combo)
+        names = [name for name, _ in combo]
+        turns = torch.tensor([1 if n == "stop" else 2 for n in names])
+        rewards = torch.tensor([[0.5, 0.0] if n == "stop" else [0.0, float(n == "win")] for n in names])
+        group, valid = torch.zeros(size, dtype=torch.long), torch.ones(size, dtype=torch.bool)
+        if turn_level:  # advantage=turn_return, γ = 1, leave-one-out, no std
+            adv = per_turn_advantage(
+                discounted_returns(rewards, turns, 1.0), turns, group, valid, "leave_one_out", None
+            )
+        else:  # episode-level rloo, broadcast to both turns
+            adv = rloo_advantage(rewards.sum(1), group, valid)[:, None].expand(size, 2)
+        for i, n in enumerate(names):
+            grad[0] += chance * float(adv[i, 0]) * ((1 - p) if n == "stop" else -p) / size
+            if n != "stop":
+                grad[1] += chance * float(adv[i, 1]) * ((1 - q) if n == "win" else -q) / size
+    return grad[0], grad[1]
+
+
+def test_the_bias_trap_exactly():
+    # p = 0.5, q = 0.8: ∇θ0 J = p(1 − p)(0.5 − q) = 0.25·(−0.3) = −0.075; ∇θ1 J = (1 − p)·q(1 − q) = 0.5·0.16 = 0.08
+    # episode-level rloo is unbiased for both
+    assert expected_gradient(0.5, 0.8, 2, False) == pytest.approx((-0.075, 0.08))
+    # turn-level: turn 0 (every sample takes it) unbiased; turn 1's cell holds only the samples that went on, and a
+    # cell of one gets A = 0, so ∇θ1 is scaled by P(another sample went on) = 1 − p^(G−1), a factor the stop policy
+    # sets: G = 2 -> 0.08·0.5 = 0.04; G = 3 -> 0.08·0.75 = 0.06
+    assert expected_gradient(0.5, 0.8, 2, True) == pytest.approx((-0.075, 0.04))
+    assert expected_gradient(0.5, 0.8, 3, True) == pytest.approx((-0.075, 0.06))
+    # when no episode stops early (p = 0: every one takes both turns) it is exact: ∇θ1 J = q(1 − q) = 0.16
+    assert expected_gradient(0.0, 0.8, 2, True) == pytest.approx((0.0, 0.16))
