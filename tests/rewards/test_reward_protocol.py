@@ -53,8 +53,14 @@ def test_sample_fields_follow_required_fields_unless_a_reward_lists_fewer():
     class Hides(Reads):
         sample_fields = ("answer",)  # the tests hold expected values the policy must never see
 
+    class HidesPerInstance(Reads):
+        def __init__(self, shown: tuple[str, ...]) -> None:
+            self.sample_fields = shown  # e.g. from a YAML key
+
     assert reference_fields(Reads()) == ("answer", "tests")
     assert reference_fields(Hides()) == ("answer",)
+    assert reference_fields(HidesPerInstance(("tests",))) == ("tests",)
+    assert Reads().sample_fields == ("answer", "tests")  # one instance's choice is not the class's
 
 
 def test_a_reward_without_call_cannot_be_built():
