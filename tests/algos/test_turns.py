@@ -162,6 +162,8 @@ def episode_batch(rewards, group, valid, token_turn=None, turn_rewards=None, tur
         rewards=rewards,
         valid=torch.tensor(valid),
         truncated=torch.zeros(n, dtype=torch.bool),
+        completions=[""] * n,
+        statuses=["PASS"] * n,
         sample_mask=torch.tensor(valid),
         scores=rewards * torch.tensor(valid),
         token_rewards=token_rewards,
