@@ -21,6 +21,7 @@ from rlx.cli.preflight import Inputs, build_inputs
 from rlx.data.task import context_window
 from rlx.distributed import World, env_is_rank_zero, quiet_other_ranks, replicas
 from rlx.distributed.checks import check_config, check_trainer
+from rlx.envs.build import build_env
 from rlx.errors import ConfigError, explain
 from rlx.inert import warn_inert
 from rlx.models.adapters import check_strategy
@@ -47,6 +48,7 @@ def build(cfg: DictConfig, inputs: Inputs | None = None) -> tuple[RLModule, pl.T
     )  # once: a curriculum the data cannot serve (sorted without its key) fails before the model loads
     peft = build_node(cfg, "peft")
     rollout = build_node(cfg, "rollout")  # before the model loads: rollout=vllm without vLLM stops here
+    env, max_context = build_env(cfg, reward)  # conf/env: the episode (env=single: one turn of the reward)
     model = build_node(cfg, "model")
     warn_inert(cfg, algo=algo, advantage=advantage, task=task, reward=reward, sampler=sampler, model=model)
     loaded = model(task)
@@ -69,7 +71,8 @@ def build(cfg: DictConfig, inputs: Inputs | None = None) -> tuple[RLModule, pl.T
         samples_path=str(run_dir / "samples.jsonl"),
         held_out_path=str(run_dir / "heldout.jsonl"),
     )
-    experience = Experience(loaded.tokenizer, task, reward, sampler, rollout)
+    max_context = max_context or context_window(loaded.policy.config)  # env.max_context_tokens: null
+    experience = Experience(loaded.tokenizer, task, reward, sampler, rollout, env, max_context)
     module = RLModule(Models(policy, reference, critic), experience, algo, advantage, run, peft=peft)
     trainer = build_node(cfg, "trainer", logger=build_node(cfg, "logger"))
     check_trainer(trainer, algo, advantage, task)
@@ -129,6 +132,8 @@ def run_and_export(module: RLModule, trainer: pl.Trainer, resume: Resume, run_di
     world = World.current()  # every rank evaluated its share; rank 0 alone writes what follows
     distributed = replicas(world, module.policy)  # world_size, and whether every rank ended with the same weights
     exported = export(module, world, run_dir)  # policy/ (+ adapter/ with LoRA)
+    if module.env is not None:
+        module.env.close()  # the environment's own resources (env=single's reward is the run's: closed below)
     module.reward.close()
     summary = {
         "status": "completed",
