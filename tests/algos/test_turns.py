@@ -170,6 +170,8 @@ def episode_batch(rewards, group, valid, token_turn=None, turn_rewards=None, tur
         token_turn=token_turn if turn_rewards is not None else None,
         turn_rewards=turn_rewards,
         turns=turns,
+        ends=None if turns is None else ["done"] * n,
+        transcripts=None if turns is None else [{}] * n,
     )
 
 
