@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import queue
 import threading
 from importlib.metadata import version
 
@@ -143,7 +144,7 @@ class VerifiersEnv:
         if self.loop is not None:
             return
         self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name="rlx-verifiers", daemon=True)
+        self.thread = threading.Thread(target=run_loop, args=(self.loop,), name="rlx-verifiers", daemon=True)
         self.thread.start()
         self.turns = self.client_module.TurnQueue(self.loop, self.batch_window_s)
         self.call(self.enter())
@@ -174,7 +175,7 @@ class VerifiersEnv:
         self.turns.running = len(tasks)
         future = asyncio.run_coroutine_threadsafe(self.run_all(tasks), self.loop)
         failure: BaseException | None = None
-        while (batch := self.turns.batches.get()) is not None:
+        while (batch := self.next_batch()) is not None:
             try:
                 results = self.client_module.run_batch(sampler, batch)
             except BaseException as err:  # the sampler's own failure: the trainer's, raised after the episodes end
@@ -187,6 +188,16 @@ class VerifiersEnv:
             raise failure
         renderer = self.client.renderer
         return [self.trajectories(task, out, renderer) for task, out in zip(tasks, outcomes, strict=True)]
+
+    def next_batch(self):
+        """The next batch of model turns, None once every episode ended."""
+        assert self.turns is not None and self.thread is not None
+        while True:
+            try:
+                return self.turns.batches.get(timeout=1.0)
+            except queue.Empty:
+                if not self.thread.is_alive():  # run_loop outlives every exception: a bug, not an environment's
+                    raise RuntimeError("env=verifiers: the event loop thread ended mid-episode") from None
 
     def task_of(self, row: dict):
         index = row.get("vf_task")
@@ -297,6 +308,18 @@ class VerifiersEnv:
         self.thread.join(timeout=10)
         self.loop.close()
         self.loop = None
+
+
+def run_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """The loop thread. A task that raises a BaseException (SystemExit from verifiers' remote runtime, raised
+    inside a gather) re-raises it out of `run_forever`; the exception is also set on the task, where the
+    episode's own guard reads it, so the loop just runs on."""
+    while not loop.is_closed():
+        try:
+            loop.run_forever()
+            return
+        except BaseException:  # noqa: BLE001 - recorded on the task that raised it
+            continue
 
 
 class Outcome:
