@@ -151,13 +151,15 @@ def run_batch(sampler, batch: list[Request]) -> list[tuple[list[int], list[float
 class SamplerClient(vf.Client):
     """A `vf.Client` answering every chat request from the rlx sampler behind `turns`."""
 
-    def __init__(self, turns: TurnQueue, renderer: TokenRenderer, max_new_tokens: int) -> None:
+    def __init__(self, turns: TurnQueue, renderer: TokenRenderer | None, max_new_tokens: int) -> None:
         self.turns = turns
         self.renderer = renderer
         self.max_new_tokens = max_new_tokens
         self.calls = 0
 
     def context(self, dialect: Dialect, body: dict, turn: PendingTurn | None) -> list[int]:
+        if self.renderer is None:
+            raise RuntimeError("the sampler client has no renderer yet: VerifiersEnv.episodes sets it")
         if turn is None:
             return self.renderer.prompt(wire_messages(dialect.parse_request(body).messages))
         tail = wire_messages(turn.tail)

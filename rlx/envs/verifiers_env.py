@@ -26,10 +26,14 @@ import os
 import queue
 import threading
 from importlib.metadata import version
+from typing import TYPE_CHECKING
 
 from rlx.envs.trajectory import EpisodeEnd, Trajectory, TurnSampler
 from rlx.errors import ConfigError
 from rlx.rewards.base import Status, Verdict
+
+if TYPE_CHECKING:
+    from rlx.envs.verifiers_client import SamplerClient, TurnQueue
 
 #: the verifiers release whose private interception client cache this adapter fills (see `register_client`)
 PINNED = "0.4.0"
@@ -44,9 +48,7 @@ def require_verifiers():
         # optional dependency: verifiers (the [verifiers] extra), imported only by env=verifiers
         import verifiers.v1 as vf
     except ImportError as err:
-        raise ConfigError(
-            f"env=verifiers needs verifiers=={PINNED} ({err}): pip install -e '.[verifiers]'"
-        ) from None
+        raise ConfigError(f"env=verifiers needs verifiers=={PINNED} ({err}): pip install -e '.[verifiers]'") from None
     if version("verifiers") != PINNED:
         raise ConfigError(
             f"env=verifiers is tested with verifiers=={PINNED} (installed: {version('verifiers')}); its model "
@@ -101,9 +103,11 @@ class VerifiersEnv:
         if batch_window_s <= 0:
             raise ConfigError(f"env.batch_window_s must be > 0 seconds (got {batch_window_s!r})")
         self.vf = require_verifiers()
+        # optional dependency: both modules import verifiers (the [verifiers] extra), checked just above
         from rlx.envs import verifiers_client, verifiers_harness
 
         verifiers_harness.register()
+        self.harness_id = verifiers_harness.HARNESS_ID
         self.client_module = verifiers_client
         self.max_turns = max_turns
         self.max_new_tokens = max_new_tokens
@@ -114,8 +118,8 @@ class VerifiersEnv:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.thread: threading.Thread | None = None
         self.serving: contextlib.AsyncExitStack | None = None
-        self.turns = None
-        self.client = None
+        self.turns: TurnQueue | None = None
+        self.client: SamplerClient | None = None
         self.counts = {"traces": 0, "drifted": 0, "branches": 0, "errors": 0}
 
     def build(self, taskset: str, taskset_args: dict, env_args: dict):
@@ -123,7 +127,8 @@ class VerifiersEnv:
         in-process harness and env.max_turns."""
         vf = self.vf
         raw = {**env_args, "taskset": {**taskset_args, "id": taskset}, "interception": {"type": "server"}}
-        seat = {"runtime": vf.SubprocessConfig(), "harness": vf.HarnessConfig(id="rlx_chat"), "max_turns": self.max_turns}
+        harness = vf.HarnessConfig(id=self.harness_id)
+        seat = {"runtime": vf.SubprocessConfig(), "harness": harness, "max_turns": self.max_turns}
         try:
             config = vf.resolve_env_config(raw)
             seats = {name: getattr(config, name).model_copy(update=seat) for name in agent_seats(config)}
@@ -155,7 +160,10 @@ class VerifiersEnv:
         return asyncio.run_coroutine_threadsafe(guarded(coro), self.loop).result().unwrap()
 
     async def enter(self) -> None:
+        """Hold verifiers' serving resources (the interception server) open until close(), and put the
+        sampler's client in its cache. The base URL and key are never used: no request leaves the process."""
         vf = self.vf
+        assert self.turns is not None
         self.serving = contextlib.AsyncExitStack()
         await self.serving.enter_async_context(self.env.serving())
         self.client_config = vf.TrainClientConfig(base_url="http://127.0.0.1:9/v1", api_key_var="RLX_UNUSED")
@@ -235,7 +243,7 @@ class VerifiersEnv:
         if errors or not traces:
             reason = f"{errors[0].type}: {errors[0].message}" if errors else "the episode ran no trainable agent"
             return [self.failed(task, renderer, reason)]
-        out = []
+        out: list[Trajectory] = []
         for trace in traces:
             branches = [b for b in trace.branches if b.trainable]
             self.counts["traces"] += 1
@@ -350,4 +358,3 @@ def settle(batch, results, error) -> None:
             request.future.set_exception(error)
         else:
             request.future.set_result(results[i])
-
