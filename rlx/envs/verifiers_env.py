@@ -109,6 +109,7 @@ class VerifiersEnv:
         verifiers_harness.register()
         self.harness_id = verifiers_harness.HARNESS_ID
         self.client_module = verifiers_client
+        self.harness_module = verifiers_harness
         self.max_turns = max_turns
         self.max_new_tokens = max_new_tokens
         self.pass_reward = pass_reward
@@ -309,7 +310,8 @@ class VerifiersEnv:
         if self.loop is None:
             return
         if self.serving is not None:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception):  # closing what verifiers opened: nothing left to train on
+                self.call(self.harness_module.close_clients())
                 self.call(self.serving.aclose())
         self.loop.call_soon_threadsafe(self.loop.stop)
         assert self.thread is not None

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("verifiers.v1", reason="verifiers is the [verifiers] extra: pip install -e '.[verifiers]'")
 
-from rlx.envs import verifiers_client  # noqa: E402
+from rlx.envs import verifiers_client, verifiers_harness  # noqa: E402
 from rlx.envs.trajectory import EpisodeEnd  # noqa: E402
 from rlx.envs.verifiers_env import VerifiersEnv, register_client, require_verifiers  # noqa: E402
 from rlx.errors import ConfigError  # noqa: E402
@@ -150,6 +150,7 @@ async def verifiers_own_rollout(taskset: str, max_turns: int) -> list[float]:
         env._interception.clients[client_config.model_dump_json()] = ScriptedClient()
         ctx = vf.ModelContext(model="m", client=client_config)
         episodes = [await env.run_episode(task, ctx) for task in env.taskset]
+        await verifiers_harness.close_clients()
     return [episode.traces[0].reward for episode in episodes]
 
 
