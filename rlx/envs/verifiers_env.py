@@ -91,6 +91,7 @@ class VerifiersEnv:
         max_new_tokens: int,
         pass_reward: float = 1.0,
         batch_window_s: float = 0.05,
+        max_tasks: int | None = None,
         taskset_args: dict | None = None,
         env_args: dict | None = None,
     ) -> None:
@@ -115,7 +116,7 @@ class VerifiersEnv:
         self.pass_reward = pass_reward
         self.batch_window_s = batch_window_s
         self.env = self.build(taskset, dict(taskset_args or {}), dict(env_args or {}))
-        self.tasks = list(self.env.taskset)
+        self.tasks = self.load_tasks(taskset, max_tasks)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.thread: threading.Thread | None = None
         self.serving: contextlib.AsyncExitStack | None = None
@@ -139,6 +140,18 @@ class VerifiersEnv:
             raise ConfigError(
                 f"env.taskset={taskset!r}: verifiers could not build it ({type(err).__name__}: {first})"
             ) from None
+
+    def load_tasks(self, taskset: str, max_tasks: int | None) -> list:
+        view = self.env.taskset
+        if max_tasks is not None:
+            if not isinstance(max_tasks, int) or max_tasks < 1:
+                raise ConfigError(f"env.max_tasks is a task count >= 1 or null (got {max_tasks!r})")
+            view = view.take(max_tasks)
+        elif not view.bounded:
+            raise ConfigError(
+                f"env.taskset={taskset!r} yields tasks forever: set env.max_tasks=N to train on its first N"
+            )
+        return list(view)
 
     def task_rows(self) -> list[dict]:
         """The taskset as rlx rows: `vf_task` (the task's index, what `episodes` reads) and its prompt text."""

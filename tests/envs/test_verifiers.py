@@ -205,6 +205,7 @@ def test_a_sampler_failure_is_the_trainers_and_raised(arith):
         ({"taskset": ""}, "env=verifiers needs env.taskset"),
         ({"taskset": "vf_arith", "max_turns": 0}, "env.max_turns"),
         ({"taskset": "vf_arith", "max_new_tokens": 0}, "env.max_new_tokens"),
+        ({"taskset": "vf_arith", "max_tasks": 0}, "env.max_tasks is a task count"),
     ],
 )
 def test_bad_config_is_one_line(kwargs, message):
@@ -212,6 +213,14 @@ def test_bad_config_is_one_line(kwargs, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(")) as err:
         VerifiersEnv(**args)
     assert "\n" not in str(err.value)
+
+
+def test_max_tasks_takes_the_first_tasks():
+    env = VerifiersEnv("vf_arith", max_turns=1, max_new_tokens=4, max_tasks=2)
+    try:
+        assert env.task_rows() == [{"vf_task": 0, "prompt": "1+2="}, {"vf_task": 1, "prompt": "3+4="}]
+    finally:
+        env.close()
 
 
 def test_bad_row_names_the_field(arith):
