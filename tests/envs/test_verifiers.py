@@ -5,13 +5,15 @@ are compared with verifiers' own rollout of the same scripted policy."""
 from __future__ import annotations
 
 import asyncio
+import sys
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("verifiers.v1", reason="verifiers is the [verifiers] extra: pip install -e '.[verifiers]'")
 
-from rlx.envs import verifiers_client, verifiers_harness  # noqa: E402
+from rlx.envs import verifiers_client, verifiers_env, verifiers_harness  # noqa: E402
 from rlx.envs.trajectory import EpisodeEnd  # noqa: E402
 from rlx.envs.verifiers_env import VerifiersEnv, register_client, require_verifiers  # noqa: E402
 from rlx.errors import ConfigError  # noqa: E402
@@ -231,9 +233,8 @@ def test_bad_row_names_the_field(arith):
 def test_private_client_cache_is_pinned(arith):
     """The one private attribute the adapter touches: verifiers 0.4.0 keeps the interception server's clients
     in `env._interception.clients`; if a release moves it, building says so in one line."""
-    import verifiers
-
-    assert verifiers.__version__ == "0.4.0" if hasattr(verifiers, "__version__") else True
+    assert version("verifiers") == "0.4.0"
+    arith.start()  # serving starts with the first episodes (or here): the client is registered then
     assert isinstance(arith.env._interception.clients, dict)
     assert arith.client in arith.env._interception.clients.values()
 
@@ -242,3 +243,13 @@ def test_private_client_cache_is_pinned(arith):
 
     with pytest.raises(ConfigError, match=r"pip install 'verifiers==0.4.0'"):
         register_client(Moved(), require_verifiers().TrainClientConfig(), None)
+
+
+def test_another_release_or_none_is_refused_in_one_line(monkeypatch):
+    monkeypatch.setattr(verifiers_env, "version", lambda name: "0.5.0")
+    with pytest.raises(ConfigError, match=r"tested with verifiers==0.4.0 \(installed: 0.5.0\)"):
+        require_verifiers()
+    monkeypatch.undo()
+    monkeypatch.setitem(sys.modules, "verifiers.v1", None)  # what an install without the extra imports
+    with pytest.raises(ConfigError, match=r"env=verifiers needs verifiers==0.4.0 .*pip install -e '.\[verifiers\]'"):
+        VerifiersEnv("vf_arith", max_turns=1, max_new_tokens=4)
