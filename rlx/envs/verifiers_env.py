@@ -101,6 +101,10 @@ class VerifiersEnv:
             raise ConfigError(f"env.max_turns is the most model turns an episode takes, >= 1 (got {max_turns!r})")
         if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
             raise ConfigError(f"env.max_new_tokens is a per-turn token cap >= 1 (got {max_new_tokens!r})")
+        if isinstance(pass_reward, bool) or not isinstance(pass_reward, (int, float)):
+            raise ConfigError(
+                f"env.pass_reward is the weighted reward that counts as PASS, a number (got {pass_reward!r})"
+            )
         if batch_window_s <= 0:
             raise ConfigError(f"env.batch_window_s must be > 0 seconds (got {batch_window_s!r})")
         self.vf = require_verifiers()

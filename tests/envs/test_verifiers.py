@@ -208,6 +208,8 @@ def test_a_sampler_failure_is_the_trainers_and_raised(arith):
         ({"taskset": "vf_arith", "max_turns": 0}, "env.max_turns"),
         ({"taskset": "vf_arith", "max_new_tokens": 0}, "env.max_new_tokens"),
         ({"taskset": "vf_arith", "max_tasks": 0}, "env.max_tasks is a task count"),
+        ({"taskset": "vf_arith", "pass_reward": "high"}, "env.pass_reward is the weighted reward"),
+        ({"taskset": "vf_arith", "env_args": {"max_concurrent_agents": 0}}, "verifiers could not build it"),
     ],
 )
 def test_bad_config_is_one_line(kwargs, message):
