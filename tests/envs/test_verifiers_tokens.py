@@ -137,3 +137,33 @@ def test_config_group_builds_the_adapter(cfg_factory):
         assert env.env.config.agent.max_turns == 2  # every agent seat gets env.max_turns
     finally:
         env.close()
+
+
+def test_rlx_engine_as_the_sampler():
+    """rlx's own engine as the TurnSampler (EngineTurns, the multi-turn collect loop's): the log-probs the engine
+    reported at the sampled ids equal a forward pass over the trained ids (fp32, 1e-4)."""
+    collect = pytest.importorskip("rlx.rollout.collect")
+    if not hasattr(collect, "EngineTurns"):
+        pytest.skip("rlx.rollout.collect.EngineTurns (the multi-turn collect loop) is not on this branch yet")
+    from rlx.rollout.engine import RolloutEngine
+
+    tok = build_char_tokenizer()
+    model = build_tiny_llama(tok, 32, 1, 2, 64, 128, 0.2, seed=0).eval()
+    engine = RolloutEngine(compile=False, overlap_scoring=False, reuse_logprobs=False)
+    rollout = collect.Rollout(model, tok, engine, reward=None)
+    config = collect.RolloutConfig(
+        prompts_per_step=3, group_size=1, max_new_tokens=3, temperature=1.0, generation_batch_size=None
+    )
+    env = VerifiersEnv("vf_guess", max_turns=3, max_new_tokens=3)
+    try:
+        torch.manual_seed(0)
+        episodes = env.episodes(env.task_rows() * 2, collect.EngineTurns(rollout, config, collect.Timer()), tok)
+        assert env.metrics()["env/vf_drift_frac"] == 0.0
+    finally:
+        env.close()
+    for (t,) in episodes:
+        with torch.no_grad():
+            logp = torch.log_softmax(model(torch.tensor([[*t.prompt_ids, *t.ids]])).logits[0].float(), -1)  # [L, V]
+        for i, (token, sampled, lp) in enumerate(zip(t.ids, t.sampled, t.logprobs, strict=True)):
+            if sampled:
+                assert lp == pytest.approx(float(logp[len(t.prompt_ids) + i - 1, token]), abs=1e-4)
