@@ -255,3 +255,42 @@ def test_another_release_or_none_is_refused_in_one_line(monkeypatch):
     monkeypatch.setitem(sys.modules, "verifiers.v1", None)  # what an install without the extra imports
     with pytest.raises(ConfigError, match=r"env=verifiers needs verifiers==0.4.0 .*pip install -e '.\[verifiers\]'"):
         VerifiersEnv("vf_arith", max_turns=1, max_new_tokens=4)
+
+
+def test_taskset_args_reach_the_taskset_config(tmp_path):
+    """env.taskset_args are the taskset config's own fields: here its system_prompt file, which the in-process
+    harness sends as a system message and the text-mode renderer puts before the prompt."""
+    (tmp_path / "system.txt").write_text("Be brief.")
+    env = VerifiersEnv(
+        "vf_arith", max_turns=1, max_new_tokens=4, taskset_args={"system_prompt": tmp_path / "system.txt"}
+    )
+    try:
+        sampler = ScriptedSampler()
+        (t,) = env.episodes(env.task_rows()[:1], sampler, TOK)[0]
+        assert sampler.batches == [["Be brief.\n\n1+2="]] and t.prompt_ids == ids("Be brief.\n\n1+2=")
+    finally:
+        env.close()
+
+
+def test_a_turn_waits_at_most_the_batch_window():
+    """Two episodes running, one waiting on the model: its turn goes out alone after batch_window_s; once the
+    other episode asks too, both go in one batch at once."""
+
+    async def scenario():
+        turns = verifiers_client.TurnQueue(asyncio.get_running_loop(), window_s=0.05)
+        turns.running = 2
+        first = asyncio.ensure_future(turns.sample([1], 4))
+        await asyncio.sleep(0)
+        assert turns.batches.empty()  # the other episode may still ask: wait
+        await asyncio.sleep(0.1)
+        alone = turns.batches.get_nowait()
+        assert [r.context for r in alone] == [[1]]
+        alone[0].future.set_result(([2], [0.0], "x", False))
+        assert await first == ([2], [0.0], "x", False)
+        both = [asyncio.ensure_future(turns.sample([c], 4)) for c in (3, 4)]
+        await asyncio.sleep(0)
+        assert [r.context for r in turns.batches.get_nowait()] == [[3], [4]]  # every running episode asked
+        for task in both:
+            task.cancel()
+
+    asyncio.run(scenario())
