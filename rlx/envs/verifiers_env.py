@@ -63,6 +63,17 @@ def agent_seats(config) -> list[str]:
     return [name for name, value in config if isinstance(value, vf.AgentConfig)]
 
 
+def bounded_tasks(view, taskset: str, max_tasks: int | None) -> list:
+    """A taskset's tasks as a list: its first `max_tasks` (env.max_tasks), or all of a finite one."""
+    if max_tasks is not None:
+        if isinstance(max_tasks, bool) or not isinstance(max_tasks, int) or max_tasks < 1:
+            raise ConfigError(f"env.max_tasks is a task count >= 1 or null (got {max_tasks!r})")
+        view = view.take(max_tasks)
+    elif not view.bounded:
+        raise ConfigError(f"env.taskset={taskset!r} yields tasks forever: set env.max_tasks=N to train on its first N")
+    return list(view)
+
+
 def register_client(env, config, client) -> None:
     """Put `client` in the interception server's client cache under `config` (a vf.TrainClientConfig marker:
     a train client's streamed calls are answered by get_response, an eval client's would go to relay()).
@@ -120,7 +131,7 @@ class VerifiersEnv:
         self.pass_reward = pass_reward
         self.batch_window_s = batch_window_s
         self.env = self.build(taskset, dict(taskset_args or {}), dict(env_args or {}))
-        self.tasks = self.load_tasks(taskset, max_tasks)
+        self.tasks = bounded_tasks(self.env.taskset, taskset, max_tasks)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.thread: threading.Thread | None = None
         self.serving: contextlib.AsyncExitStack | None = None
@@ -144,18 +155,6 @@ class VerifiersEnv:
             raise ConfigError(
                 f"env.taskset={taskset!r}: verifiers could not build it ({type(err).__name__}: {first})"
             ) from None
-
-    def load_tasks(self, taskset: str, max_tasks: int | None) -> list:
-        view = self.env.taskset
-        if max_tasks is not None:
-            if not isinstance(max_tasks, int) or max_tasks < 1:
-                raise ConfigError(f"env.max_tasks is a task count >= 1 or null (got {max_tasks!r})")
-            view = view.take(max_tasks)
-        elif not view.bounded:
-            raise ConfigError(
-                f"env.taskset={taskset!r} yields tasks forever: set env.max_tasks=N to train on its first N"
-            )
-        return list(view)
 
     def task_rows(self) -> list[dict]:
         """The taskset as rlx rows: `vf_task` (the task's index, what `episodes` reads) and its prompt text."""

@@ -13,7 +13,9 @@ pytest.importorskip("verifiers.v1", reason="verifiers is the [verifiers] extra: 
 from hydra.utils import instantiate  # noqa: E402
 
 from rlx.envs.verifiers_client import TokenRenderer  # noqa: E402
+from rlx.envs.verifiers_data import VerifiersTask  # noqa: E402
 from rlx.envs.verifiers_env import VerifiersEnv  # noqa: E402
+from rlx.errors import ConfigError  # noqa: E402
 from rlx.models.synthetic import train_tokenizer  # noqa: E402
 from rlx.models.tiny import build_tiny_llama  # noqa: E402
 from rlx.models.tokenizer import build_char_tokenizer  # noqa: E402
@@ -124,19 +126,33 @@ def test_tiny_model_sampler_logprobs_line_up_with_the_trained_ids():
     assert checked >= 6  # at least three episodes of at least one 2-id turn
 
 
-def test_config_group_builds_the_adapter(cfg_factory):
-    overrides = ["env.taskset=vf_guess", "env.max_turns=2"]
+def compose(cfg_factory, *overrides):
     try:
-        cfg = cfg_factory("env=verifiers", *overrides)
+        return cfg_factory("env=verifiers", *overrides)
     except Exception:  # the env group is not in the defaults list yet: add it
-        cfg = cfg_factory("+env=verifiers", *overrides)
+        return cfg_factory("+env=verifiers", *overrides)
+
+
+def test_config_group_builds_the_adapter_and_its_rows(cfg_factory):
+    cfg = compose(cfg_factory, "env.taskset=vf_guess", "env.max_turns=2")
+    assert cfg.data._target_ == "rlx.envs.verifiers_data.VerifiersTask"  # env=verifiers brings its rows
+    task = instantiate(cfg.data, _convert_="all")
     env = instantiate(cfg.env, _convert_="all")
     try:
         assert isinstance(env, VerifiersEnv)
-        assert env.max_new_tokens == cfg.data.max_new_tokens and env.max_turns == 2
+        assert env.max_new_tokens == cfg.data.max_new_tokens == 32 and env.max_turns == 2
         assert env.env.config.agent.max_turns == 2  # every agent seat gets env.max_turns
+        prompt = "Guess my number (0-9):"
+        assert task.val == [{"prompt": prompt, "vf_task": 0}]  # the first val_size tasks are held out
+        assert task.train == [{"prompt": prompt, "vf_task": 1}, {"prompt": prompt, "vf_task": 2}]
+        assert task.val + task.train == env.task_rows()  # one list: the rows index the episodes' tasks
+        task.check_fields(env.required_fields)
     finally:
         env.close()
+    with pytest.raises(ConfigError, match=r"data.val_size must be in \(0, 3\)"):
+        VerifiersTask("vf_guess", val_size=3, max_new_tokens=8)
+    with pytest.raises(ConfigError, match="model.warm_start=null"):
+        task.warm_start_examples(4, 0)
 
 
 def test_rlx_engine_as_the_sampler():
