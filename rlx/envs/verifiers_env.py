@@ -99,7 +99,6 @@ class VerifiersEnv:
         self,
         taskset: str,
         max_turns: int,
-        max_new_tokens: int,
         pass_reward: float = 1.0,
         batch_window_s: float = 0.05,
         max_tasks: int | None = None,
@@ -110,8 +109,6 @@ class VerifiersEnv:
             raise ConfigError("env=verifiers needs env.taskset: a verifiers taskset id, e.g. env.taskset=my_taskset")
         if not isinstance(max_turns, int) or max_turns < 1:
             raise ConfigError(f"env.max_turns is the most model turns an episode takes, >= 1 (got {max_turns!r})")
-        if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-            raise ConfigError(f"env.max_new_tokens is a per-turn token cap >= 1 (got {max_new_tokens!r})")
         if isinstance(pass_reward, bool) or not isinstance(pass_reward, (int, float)):
             raise ConfigError(
                 f"env.pass_reward is the weighted reward that counts as PASS, a number (got {pass_reward!r})"
@@ -127,7 +124,6 @@ class VerifiersEnv:
         self.client_module = verifiers_client
         self.harness_module = verifiers_harness
         self.max_turns = max_turns
-        self.max_new_tokens = max_new_tokens
         self.pass_reward = pass_reward
         self.batch_window_s = batch_window_s
         self.env = self.build(taskset, dict(taskset_args or {}), dict(env_args or {}))
@@ -184,18 +180,24 @@ class VerifiersEnv:
         self.serving = contextlib.AsyncExitStack()
         await self.serving.enter_async_context(self.env.serving())
         self.client_config = vf.TrainClientConfig(base_url="http://127.0.0.1:9/v1", api_key_var="RLX_UNUSED")
-        self.client = self.client_module.SamplerClient(self.turns, None, self.max_new_tokens)
+        self.client = self.client_module.SamplerClient(self.turns, None, 1)
         register_client(self.env, self.client_config, self.client)
 
     # --- episodes ------------------------------------------------------------------------------------------
 
-    def episodes(self, rows: list[dict], sampler: TurnSampler, tokenizer) -> list[list[Trajectory]]:
+    def episodes(
+        self, rows: list[dict], sampler: TurnSampler, tokenizer, max_new_tokens: int
+    ) -> list[list[Trajectory]]:
         """One verifiers episode per row (`row["vf_task"]`: the task's index in `task_rows()`), all in flight
-        together, every model turn sampled by `sampler` in batches. Returns, per row, its episode's
-        trajectories: one per trace branch (normally one)."""
+        together, every model turn sampled by `sampler` in batches of at most `max_new_tokens` ids a turn
+        (data.max_new_tokens; a request's own max_tokens may lower it), `tokenizer` rendering the messages.
+        Returns, per row, its episode's trajectories: one per trace branch (normally one)."""
+        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
+            raise ConfigError(f"data.max_new_tokens is a per-turn token cap >= 1 (got {max_new_tokens!r})")
         self.start()
         assert self.loop is not None and self.turns is not None and self.client is not None
         self.client.renderer = self.client_module.TokenRenderer(tokenizer)
+        self.client.max_new_tokens = max_new_tokens
         tasks = [self.task_of(row) for row in rows]
         self.turns.running = len(tasks)
         future = asyncio.run_coroutine_threadsafe(self.run_all(tasks), self.loop)

@@ -64,21 +64,21 @@ def fixtures_importable():
 
 @pytest.fixture(scope="module")
 def arith():
-    env = VerifiersEnv("vf_arith", max_turns=1, max_new_tokens=8)
+    env = VerifiersEnv("vf_arith", max_turns=1)
     yield env
     env.close()
 
 
 @pytest.fixture(scope="module")
 def guess():
-    env = VerifiersEnv("vf_guess", max_turns=3, max_new_tokens=8)
+    env = VerifiersEnv("vf_guess", max_turns=3)
     yield env
     env.close()
 
 
 def test_single_turn_ids_logprobs_and_weighted_reward(arith):
     sampler = ScriptedSampler()
-    out = arith.episodes(arith.task_rows(), sampler, TOK)
+    out = arith.episodes(arith.task_rows(), sampler, TOK, 8)
     assert sampler.batches == [["1+2=", "3+4=", "5+5=", "9+8="]]  # all four episodes in one sampler call
     first = out[0][0]
     assert first.prompt_ids == ids("1+2=")
@@ -95,7 +95,7 @@ def test_single_turn_ids_logprobs_and_weighted_reward(arith):
 
 def test_multi_turn_episode_token_for_token(guess):
     sampler = ScriptedSampler()
-    out = guess.episodes(guess.task_rows(), sampler, TOK)  # secrets 3, 7, 5; max_turns 3
+    out = guess.episodes(guess.task_rows(), sampler, TOK, 8)  # secrets 3, 7, 5; max_turns 3
     prompt = "Guess my number (0-9):"
     # turn 1 for all three; turn 2 for the two still playing; turn 3 for secret 7 alone
     assert sampler.batches == [
@@ -159,7 +159,7 @@ async def verifiers_own_rollout(taskset: str, max_turns: int) -> list[float]:
 @pytest.mark.parametrize(("name", "max_turns"), [("vf_arith", 1), ("vf_guess", 3)])
 def test_rewards_equal_verifiers_own_rollout(name, max_turns, request):
     env = request.getfixturevalue("arith" if name == "vf_arith" else "guess")
-    adapter = [rows[0].verdict.reward for rows in env.episodes(env.task_rows(), ScriptedSampler(), TOK)]
+    adapter = [rows[0].verdict.reward for rows in env.episodes(env.task_rows(), ScriptedSampler(), TOK, 8)]
     own = asyncio.run(verifiers_own_rollout(name, max_turns))
     assert adapter == pytest.approx(own)
     assert own == pytest.approx([1.5, 1.5, 0.5, 1.5] if name == "vf_arith" else [1.125, 0.25 / 3, 1.25])
@@ -170,7 +170,7 @@ def test_rewritten_history_is_drift_one_sample_per_branch(guess, monkeypatch):
     previous ids: verifiers forks its graph; each branch is a sample, and the trace is counted as drift."""
     monkeypatch.setattr(verifiers_client, "CONTINUATION_ROLES", ())
     guess.metrics()
-    out = guess.episodes(guess.task_rows(), ScriptedSampler(), TOK)
+    out = guess.episodes(guess.task_rows(), ScriptedSampler(), TOK, 8)
     assert [len(rows) for rows in out] == [2, 3, 1]  # one branch per model turn: each re-render forked
     assert out[0][1].prompt_ids == ids("Guess my number (0-9):\n\n5\n\nlower")  # the re-rendered context
     assert out[0][0].verdict == out[0][1].verdict  # one episode, one reward, on every branch
@@ -178,15 +178,15 @@ def test_rewritten_history_is_drift_one_sample_per_branch(guess, monkeypatch):
 
 
 def test_system_exit_in_a_reward_is_an_infra_sample():
-    env = VerifiersEnv("vf_broken", max_turns=1, max_new_tokens=4)
+    env = VerifiersEnv("vf_broken", max_turns=1)
     try:
-        (rows,) = env.episodes(env.task_rows(), ScriptedSampler(), TOK)
+        (rows,) = env.episodes(env.task_rows(), ScriptedSampler(), TOK, 8)
         assert len(rows) == 1 and rows[0].verdict.status is Status.INFRA and rows[0].end is EpisodeEnd.ENV_ERROR
         assert "not authenticated with prime" in rows[0].verdict.details["error"]
         assert rows[0].prompt_ids == ids("1+1=") and rows[0].ids == []
         assert env.metrics()["env/vf_errors"] == 1.0
         # the env still serves the next step
-        assert env.episodes(env.task_rows(), ScriptedSampler(), TOK)[0][0].verdict.status is Status.INFRA
+        assert env.episodes(env.task_rows(), ScriptedSampler(), TOK, 8)[0][0].verdict.status is Status.INFRA
     finally:
         env.close()
 
@@ -196,8 +196,8 @@ def test_a_sampler_failure_is_the_trainers_and_raised(arith):
         raise RuntimeError("CUDA out of memory")
 
     with pytest.raises(RuntimeError, match="CUDA out of memory"):
-        arith.episodes(arith.task_rows(), broken, TOK)
-    assert arith.episodes(arith.task_rows()[:1], ScriptedSampler(), TOK)[0][0].verdict.reward == 1.5
+        arith.episodes(arith.task_rows(), broken, TOK, 8)
+    assert arith.episodes(arith.task_rows()[:1], ScriptedSampler(), TOK, 8)[0][0].verdict.reward == 1.5
 
 
 @pytest.mark.parametrize(
@@ -206,30 +206,31 @@ def test_a_sampler_failure_is_the_trainers_and_raised(arith):
         ({"taskset": "no_such_taskset"}, "env.taskset='no_such_taskset': verifiers could not build it"),
         ({"taskset": ""}, "env=verifiers needs env.taskset"),
         ({"taskset": "vf_arith", "max_turns": 0}, "env.max_turns"),
-        ({"taskset": "vf_arith", "max_new_tokens": 0}, "env.max_new_tokens"),
         ({"taskset": "vf_arith", "max_tasks": 0}, "env.max_tasks is a task count"),
         ({"taskset": "vf_arith", "pass_reward": "high"}, "env.pass_reward is the weighted reward"),
         ({"taskset": "vf_arith", "env_args": {"max_concurrent_agents": 0}}, "verifiers could not build it"),
     ],
 )
 def test_bad_config_is_one_line(kwargs, message):
-    args = {"max_turns": 1, "max_new_tokens": 4, **kwargs}
+    args = {"max_turns": 1, **kwargs}
     with pytest.raises(ConfigError, match=message.replace("(", r"\(")) as err:
         VerifiersEnv(**args)
     assert "\n" not in str(err.value)
 
 
 def test_max_tasks_takes_the_first_tasks():
-    env = VerifiersEnv("vf_arith", max_turns=1, max_new_tokens=4, max_tasks=2)
+    env = VerifiersEnv("vf_arith", max_turns=1, max_tasks=2)
     try:
         assert env.task_rows() == [{"vf_task": 0, "prompt": "1+2="}, {"vf_task": 1, "prompt": "3+4="}]
     finally:
         env.close()
 
 
-def test_bad_row_names_the_field(arith):
+def test_bad_row_or_cap_names_the_key(arith):
     with pytest.raises(ConfigError, match="vf_task must be a task index in 0..3"):
-        arith.episodes([{"vf_task": 9}], ScriptedSampler(), TOK)
+        arith.episodes([{"vf_task": 9}], ScriptedSampler(), TOK, 8)
+    with pytest.raises(ConfigError, match=r"data.max_new_tokens is a per-turn token cap >= 1 \(got 0\)"):
+        arith.episodes(arith.task_rows(), ScriptedSampler(), TOK, 0)
 
 
 def test_private_client_cache_is_pinned(arith):
@@ -254,19 +255,17 @@ def test_another_release_or_none_is_refused_in_one_line(monkeypatch):
     monkeypatch.undo()
     monkeypatch.setitem(sys.modules, "verifiers.v1", None)  # what an install without the extra imports
     with pytest.raises(ConfigError, match=r"env=verifiers needs verifiers==0.4.0 .*pip install -e '.\[verifiers\]'"):
-        VerifiersEnv("vf_arith", max_turns=1, max_new_tokens=4)
+        VerifiersEnv("vf_arith", max_turns=1)
 
 
 def test_taskset_args_reach_the_taskset_config(tmp_path):
     """env.taskset_args are the taskset config's own fields: here its system_prompt file, which the in-process
     harness sends as a system message and the text-mode renderer puts before the prompt."""
     (tmp_path / "system.txt").write_text("Be brief.")
-    env = VerifiersEnv(
-        "vf_arith", max_turns=1, max_new_tokens=4, taskset_args={"system_prompt": tmp_path / "system.txt"}
-    )
+    env = VerifiersEnv("vf_arith", max_turns=1, taskset_args={"system_prompt": tmp_path / "system.txt"})
     try:
         sampler = ScriptedSampler()
-        (t,) = env.episodes(env.task_rows()[:1], sampler, TOK)[0]
+        (t,) = env.episodes(env.task_rows()[:1], sampler, TOK, 8)[0]
         assert sampler.batches == [["Be brief.\n\n1+2="]] and t.prompt_ids == ids("Be brief.\n\n1+2=")
     finally:
         env.close()

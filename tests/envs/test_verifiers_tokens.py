@@ -65,9 +65,9 @@ def test_chat_template_episode_extends_the_sampled_ids(bpe):
             out.append(([*enc(reply), eos], [-1.0] * (len(enc(reply)) + 1), reply, False))
         return out
 
-    env = VerifiersEnv("vf_guess", max_turns=2, max_new_tokens=8)
+    env = VerifiersEnv("vf_guess", max_turns=2)
     try:
-        three, seven, five = (rows for rows in env.episodes(env.task_rows(), sampler, bpe))
+        three, seven, five = (rows for rows in env.episodes(env.task_rows(), sampler, bpe, 8))
         assert [len(three), len(seven), len(five)] == [1, 1, 1] and env.metrics()["env/vf_drift_frac"] == 0.0
         prompt = enc("<|im_start|>user\nGuess my number (0-9):<|im_end|>\n<|im_start|>assistant\n")
         turn2 = [*prompt, *enc("5"), eos, *enc(TURN.format("lower"))]
@@ -105,9 +105,9 @@ def test_tiny_model_sampler_logprobs_line_up_with_the_trained_ids():
             out.append((new, logps, tok.decode(new, skip_special_tokens=True), new[-1] != eos))
         return out
 
-    env = VerifiersEnv("vf_guess", max_turns=3, max_new_tokens=3)
+    env = VerifiersEnv("vf_guess", max_turns=3)
     try:
-        episodes = env.episodes(env.task_rows(), sampler, tok)
+        episodes = env.episodes(env.task_rows(), sampler, tok, 3)
     finally:
         env.close()
     checked = 0
@@ -140,7 +140,7 @@ def test_config_group_builds_the_adapter_and_its_rows(cfg_factory):
     env = instantiate(cfg.env, _convert_="all")
     try:
         assert isinstance(env, VerifiersEnv)
-        assert env.max_new_tokens == cfg.data.max_new_tokens == 32 and env.max_turns == 2
+        assert cfg.data.max_new_tokens == 32 and env.max_turns == 2
         assert env.env.config.agent.max_turns == 2  # every agent seat gets env.max_turns
         prompt = "Guess my number (0-9):"
         assert task.val == [{"prompt": prompt, "vf_task": 0}]  # the first val_size tasks are held out
@@ -170,10 +170,10 @@ def test_rlx_engine_as_the_sampler():
     config = collect.RolloutConfig(
         prompts_per_step=3, group_size=1, max_new_tokens=3, temperature=1.0, generation_batch_size=None
     )
-    env = VerifiersEnv("vf_guess", max_turns=3, max_new_tokens=3)
+    env = VerifiersEnv("vf_guess", max_turns=3)
     try:
         torch.manual_seed(0)
-        episodes = env.episodes(env.task_rows() * 2, collect.EngineTurns(rollout, config, collect.Timer()), tok)
+        episodes = env.episodes(env.task_rows() * 2, collect.EngineTurns(rollout, config, collect.Timer()), tok, 3)
         assert env.metrics()["env/vf_drift_frac"] == 0.0
     finally:
         env.close()
