@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import queue
 import threading
@@ -39,6 +40,9 @@ if TYPE_CHECKING:
 PINNED = "0.4.0"
 #: the model name verifiers records on its traces
 MODEL = "rlx-policy"
+#: loggers that say a line per model call or episode at INFO (the interception server's access log, the harness's
+#: HTTP client, verifiers' rollout start/done): warnings only, or a training log drowns in them
+CHATTY = ("aiohttp.access", "httpx", "verifiers")
 
 
 def require_verifiers():
@@ -116,6 +120,8 @@ class VerifiersEnv:
         if batch_window_s <= 0:
             raise ConfigError(f"env.batch_window_s must be > 0 seconds (got {batch_window_s!r})")
         self.vf = require_verifiers()
+        for name in CHATTY:
+            logging.getLogger(name).setLevel(max(logging.getLogger(name).level, logging.WARNING))
         # optional dependency: both modules import verifiers (the [verifiers] extra), checked just above
         from rlx.envs import verifiers_client, verifiers_harness
 
