@@ -5,7 +5,8 @@ Turn k of an episode decodes from its context c; when its slot finishes, the key
 (c and every sampled token but the last, whose keys and values were never computed) are copied out of the slot
 (`SlotCache.take`) as an entry keyed by those token ids. Turn k + 1's context is c, the sampled tokens and the
 observation. Its prefill looks up the entry sharing its longest prefix (content-addressed, as vLLM's prefix
-cache: a chain of hashes over blocks of `BLOCK` ids finds it, a comparison of the ids confirms it), writes the
+cache: a chain of hashes over blocks of `BLOCK` ids finds it, a comparison of the ids confirms it; an entry
+shorter than a block is found by the hash of its ids), writes the
 entry's keys and values for the shared prefix into the prefill cache and runs the forward over the rest only
 (the sampled last token and the observation): one window of the S columns that the longest new suffix spans,
 whose columns a row already holds are left as they are (`SlotCache.keep`). A turn cut at a stop string, or
@@ -63,7 +64,7 @@ class Entry:
 
     ids: list[int]  # the tokens whose keys and values `kv` holds, in order
     kv: Tensor  # [layers, 2, H_kv, n, D]
-    hashes: list[int]  # the chain hash of each full block of `ids`
+    hashes: list[int]  # its keys in the index (`keys_of`)
 
 
 def block_hashes(ids: list[int], blocks: int) -> list[int]:
@@ -74,6 +75,16 @@ def block_hashes(ids: list[int], blocks: int) -> list[int]:
         h = hash((h, *ids[b * BLOCK : (b + 1) * BLOCK]))
         out.append(h)
     return out
+
+
+def keys_of(ids: list[int]) -> list[int]:
+    """An entry's index keys: its full blocks' chain hashes, or for an entry shorter than a block, the hash of
+    its ids (`head`)."""
+    return block_hashes(ids, len(ids) // BLOCK) if len(ids) >= BLOCK else [head(ids)]
+
+
+def head(ids: list[int]) -> int:
+    return hash(("head", *ids))
 
 
 def shared_prefix(entry: list[int], context: list[int], known: int) -> int:
@@ -132,15 +143,17 @@ class TurnCache:
             self.version = version
 
     def add(self, ids: list[int], kv: Tensor) -> None:
+        """Keep `ids`' keys and values [layers, 2, H_kv, n, D], the oldest entries evicted to make room (one larger
+        than the whole bound is not kept; each counts in rollout/kv_evicted)."""
         size = kv.numel() * kv.element_size()
-        while self.entries and self.bytes + size > self.max_bytes:
-            self.remove(next(iter(self.entries)))
-            self.counts["rollout/kv_evicted"] += 1
         if size > self.max_bytes:
             self.counts["rollout/kv_evicted"] += 1
             return
+        while self.bytes + size > self.max_bytes:
+            self.remove(next(iter(self.entries)))
+            self.counts["rollout/kv_evicted"] += 1
         key, self.added = self.added, self.added + 1
-        entry = Entry(ids, kv, block_hashes(ids, len(ids) // BLOCK))
+        entry = Entry(ids, kv, keys_of(ids))
         self.entries[key] = entry
         self.index.update(dict.fromkeys(entry.hashes, key))
         self.bytes += size
@@ -162,6 +175,9 @@ class TurnCache:
             for b, h in enumerate(block_hashes(context, (len(context) - 1) // BLOCK)):
                 if h in self.index:
                     deepest = (self.index[h], (b + 1) * BLOCK)
+            for n in range(1, min(BLOCK, len(context))) if deepest is None else ():  # an entry under a block
+                if head(context[:n]) in self.index:
+                    deepest = (self.index[head(context[:n])], n)
             if deepest is None:
                 found.append((None, 0))
                 continue
