@@ -102,7 +102,7 @@ class TurnCache:
     """The kept keys and values of episodes between turns. Args: max_mib: the entries' memory bound (MiB)."""
 
     def __init__(self, max_mib: float) -> None:
-        if not max_mib > 0:
+        if isinstance(max_mib, bool) or not isinstance(max_mib, int | float) or not max_mib > 0:
             raise ConfigError(
                 f"rollout.turn_cache_mib bounds the kept keys and values in MiB, a number > 0 (got {max_mib}): "
                 "set it > 0, or rollout.keep_turn_cache=false to re-prefill every turn"

@@ -9,7 +9,10 @@ import copy
 import pytest
 import torch
 
+from rlx.envs.protocol import Turn
 from rlx.errors import ConfigError
+from rlx.rewards.base import Status, Verdict
+from rlx.rollout.collect import Rollout, RolloutConfig, Timer, generate_and_score
 from rlx.rollout.engine import GenerationRequest, RolloutEngine
 from rlx.rollout.turn_cache import BLOCK, TurnCache
 
@@ -170,9 +173,10 @@ def test_a_one_turn_call_keeps_nothing(llama):
     assert gen.metrics == {} and eng.turns is not None and not eng.turns.entries
 
 
-def test_the_memory_bound_must_be_positive():
-    with pytest.raises(ConfigError, match=r"rollout.turn_cache_mib .* \(got 0\)"):
-        engine(True, mib=0)
+@pytest.mark.parametrize("bad", [0, -1.5, "lots", True])
+def test_the_memory_bound_must_be_a_positive_number(bad):
+    with pytest.raises(ConfigError, match=rf"rollout.turn_cache_mib .* \(got {bad}\): set it > 0"):
+        engine(True, mib=bad)
 
 
 def test_lookup_finds_the_longest_shared_prefix():
@@ -193,3 +197,43 @@ def test_lookup_finds_the_longest_shared_prefix():
     assert not cache.entries and not cache.index and cache.bytes == 0  # both found: consumed
     cache.add(first, kv)
     assert [h for _, h in cache.lookup([first])] == [19]  # the same ids: the last one is prefilled for its logits
+
+
+class Retry:
+    """Three turns; an episode whose text has an even length ends after its second (its entry is left behind
+    until the round's release); the observation is a fixed hint."""
+
+    max_turns, required_fields, stop = 3, ("prompt",), ()
+
+    def reset(self, rows: list[dict]) -> list[int]:
+        return [0] * len(rows)
+
+    def step(self, states: list[int], completions: list[str]) -> list[Turn]:
+        done = []
+        for i, text in enumerate(completions):
+            states[i] += 1
+            done.append(states[i] == 2 and len(text) % 2 == 0)
+        return [Turn(Verdict(float(d), Status.PASS if d else Status.FAIL), d, " try again: ") for d in done]
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_round_of_episodes_is_the_same_with_the_kept_cache(llama):
+    model, tok = llama
+    rows = [{"prompt": p} for p in PROMPTS]
+    config = RolloutConfig(4, 2, 10, 1.0, 4)  # generation batches of 4 contexts: the kept entries span calls
+    batches, timers = [], []
+    for keep in (True, False):
+        torch.manual_seed(0)
+        eng, timer = engine(keep), Timer()
+        rollout = Rollout(model, tok, eng, reward=None, env=Retry())  # type: ignore[arg-type]
+        batches.append(generate_and_score(rollout, rows, [0, 1, 2, 3], config, timer))
+        timers.append(timer)
+        assert eng.turns is None or not eng.turns.entries  # released when the round's episodes ended
+    kept, fresh = batches
+    assert torch.equal(kept.input_ids, fresh.input_ids) and kept.completions == fresh.completions
+    assert torch.equal(kept.rewards, fresh.rewards)
+    assert kept.sampler_logp is not None and fresh.sampler_logp is not None
+    assert (kept.sampler_logp - fresh.sampler_logp).abs().max() < 1e-4  # μ of later turns: float32 rounding apart
+    assert timers[0].engine["rollout/kv_reused_tokens"] > 0 and "rollout/kv_reused_tokens" not in timers[1].engine
