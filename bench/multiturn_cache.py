@@ -10,8 +10,9 @@ The model is the larger benchmark model (bench/_models.py: random-init 26.5M-par
 it never samples eos, so every turn runs to --new-tokens and the episodes' contexts grow alike) or `--size tiny`.
 
 Tokens/s counts sampled tokens (every turn's) over the wall time of all turns. The arms alternate, each round
-seeded alike, so both sample the same tokens (checked: equal token ids, log-probs within float32 rounding); the
-median of --rounds is reported with each turn's median time and the context tokens each arm prefilled.
+seeded alike, so both sample the same tokens (checked: log-probs within float32 rounding up to the first draw
+that differs, and how many episodes had one: a uniform within rounding of a category boundary). The median of
+--rounds is reported, with each turn's median time and the context tokens each arm prefilled.
 
     OMP_NUM_THREADS=1 python bench/multiturn_cache.py            # 26.5M, 16 prompts × 4, 3 turns of 32 + 32 obs
     OMP_NUM_THREADS=1 python bench/multiturn_cache.py --size tiny --new-tokens 8
@@ -67,15 +68,29 @@ def episode(engine: RolloutEngine, model, tokenizer, prompts: list[str], args, s
     return seconds, tokens, generations, width
 
 
-def compare(kept: list[Generation], fresh: list[Generation]) -> float:
-    """max |Δ log-prob| between the arms over every turn; the sampled ids must be equal."""
-    worst = 0.0
+def compare(kept: list[Generation], fresh: list[Generation]) -> tuple[float, int]:
+    """max |Δ log-prob| between the arms over every turn's tokens up to the first one they sampled differently,
+    and how many episodes sampled differently at all (a uniform within float32 rounding of a category boundary:
+    on a near-uniform 32k distribution ~1e−6 per draw; that episode's later turns then differ too)."""
+    worst, diverged = 0.0, set()
     for a, b in zip(kept, fresh, strict=True):
-        assert torch.equal(a.input_ids, b.input_ids), "the arms sampled different tokens"
-        mask = a.response_mask.bool()
         assert a.logprobs is not None and b.logprobs is not None
-        worst = max(worst, float((a.logprobs - b.logprobs)[mask].abs().max()))
-    return worst
+        width = min(a.response_width, b.response_width)
+        prompts = a.input_ids.shape[1] - a.response_width, b.input_ids.shape[1] - b.response_width
+        for row in range(a.input_ids.shape[0]):
+            context_a = a.input_ids[row, : prompts[0]][a.attention_mask[row, : prompts[0]].bool()]
+            context_b = b.input_ids[row, : prompts[1]][b.attention_mask[row, : prompts[1]].bool()]
+            if row in diverged or not torch.equal(context_a, context_b):
+                diverged.add(row)
+                continue
+            differ = a.input_ids[row, -a.response_width :][:width] != b.input_ids[row, -b.response_width :][:width]
+            col = int(differ.nonzero()[0]) if differ.any() else width
+            if col < width or a.response_width != b.response_width:
+                diverged.add(row)
+            mask = a.response_mask[row, :col].bool()
+            if mask.any():
+                worst = max(worst, float((a.logprobs[row, :col] - b.logprobs[row, :col])[mask].abs().max()))
+    return worst, len(diverged)
 
 
 def main() -> None:
@@ -100,7 +115,7 @@ def main() -> None:
     }
     results: dict[str, list[tuple[list[float], int]]] = {name: [] for name in arms}
     prefilled: dict[str, float] = {}
-    worst = 0.0
+    worst, diverged = 0.0, 0
     with torch.inference_mode():
         episode(arms["kept"], model, tokenizer, prompts, args, seed=999)  # warm-up (allocator, first calls)
         for r in range(args.rounds):
@@ -109,7 +124,8 @@ def main() -> None:
             for name in order:
                 seconds, tokens, gens[name], width = episode(arms[name], model, tokenizer, prompts, args, seed=r)
                 results[name].append((seconds, tokens))
-            worst = max(worst, compare(gens["kept"], gens["re-prefill"]))
+            delta, differ = compare(gens["kept"], gens["re-prefill"])
+            worst, diverged = max(worst, delta), diverged + differ
             kept_metrics = [g.metrics for g in gens["kept"]]
             prefilled["kept"] = sum(m["rollout/kv_prefill_tokens"] for m in kept_metrics)
             prefilled["reused"] = sum(m["rollout/kv_reused_tokens"] for m in kept_metrics)
@@ -131,7 +147,11 @@ def main() -> None:
     speedup = statistics.median(
         sum(b[0]) / sum(a[0]) for a, b in zip(results["kept"], results["re-prefill"], strict=True)
     )
-    print(f"\nkept / re-prefill speed: {speedup:.2f}× (median over rounds); max |Δ log-prob| between arms {worst:.2e}")
+    print(
+        f"\nkept / re-prefill speed: {speedup:.2f}× (median over rounds); max |Δ log-prob| between arms {worst:.2e} "
+        f"(up to any first differing draw); episodes that sampled differently: {diverged} of "
+        f"{args.rounds * args.prompts * args.group}"
+    )
 
 
 if __name__ == "__main__":
