@@ -275,13 +275,13 @@ class RolloutEngine:
             state.record(t, token, logp, entropy, live)
             if t == max_new_tokens - 1:
                 if turns is not None:
-                    turns.keep_slots(cache, state, list(range(live)), t)
+                    turns.keep_slots(cache, state.slot_row, state.tokens, list(range(live)), t)
                 break
             finished = (token == tokenizer.eos_token_id).nonzero().squeeze(-1).tolist()
             if finished and on_finished is not None:
                 state.report(finished, t, tokenizer, on_finished)
             if finished and turns is not None:  # kept before their slots are reused
-                turns.keep_slots(cache, state, finished, t)
+                turns.keep_slots(cache, state.slot_row, state.tokens, finished, t)
             if len(finished) == live:
                 break
             if finished:  # they leave the decode batch: the tail's live slots move into their places

@@ -41,7 +41,6 @@ from __future__ import annotations
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
@@ -49,9 +48,6 @@ from torch.optim.optimizer import register_optimizer_step_post_hook
 
 from rlx.errors import ConfigError
 from rlx.rollout.cache import SlotCache
-
-if TYPE_CHECKING:
-    from rlx.rollout.engine import DecodeState
 
 BLOCK = 8  # ids per hashed block: a context shares a prefix with an entry when its first block matches
 
@@ -249,14 +245,15 @@ class TurnCall:
         counts["rollout/kv_prefill_tokens"] += k * (width - start)
         return out.logits[:, -1]  # [K, V]
 
-    def keep_slots(self, cache: SlotCache, state: DecodeState, slots: list[int], t: int) -> None:
+    def keep_slots(self, cache: SlotCache, slot_row: Tensor, tokens: Tensor, slots: list[int], t: int) -> None:
         """Keep the decode slots `slots` at step t (their step-t tokens drawn, not fed): each slot's context and
-        first t sampled tokens, the columns its keys and values fill, P − len(context) .. P + t − 1."""
+        first t sampled tokens, the columns its keys and values fill, P − len(context) .. P + t − 1. slot_row [S]:
+        the output row each slot generates; tokens [N, T]: the rows' draws (rlx.rollout.engine.DecodeState)."""
         if not self.keep or not slots:
             return
         width = cache.length - t  # P
-        rows = state.slot_row[slots]  # [f] their output rows
-        for slot, row, sampled in zip(slots, rows.tolist(), state.tokens[rows, :t].tolist(), strict=True):
+        rows = slot_row[slots]  # [f] their output rows
+        for slot, row, sampled in zip(slots, rows.tolist(), tokens[rows, :t].tolist(), strict=True):
             context = self.contexts[row // self.repeats]
             self.cache.add(context + sampled, cache.take(slot, width - len(context), width + t))
 
