@@ -140,7 +140,12 @@ class TurnCache:
 
     def add(self, ids: list[int], kv: Tensor) -> None:
         """Keep `ids`' keys and values [layers, 2, H_kv, n, D], the oldest entries evicted to make room (one larger
-        than the whole bound is not kept; each counts in rollout/kv_evicted)."""
+        than the whole bound is not kept; each counts in rollout/kv_evicted). Ids already kept (a group's
+        completions that sampled alike) share the entry there is."""
+        keys = keys_of(ids)
+        same = self.index.get(keys[-1])
+        if same is not None and self.entries[same].ids == ids:
+            return
         size = kv.numel() * kv.element_size()
         if size > self.max_bytes:
             self.counts["rollout/kv_evicted"] += 1
@@ -149,7 +154,7 @@ class TurnCache:
             self.remove(next(iter(self.entries)))
             self.counts["rollout/kv_evicted"] += 1
         key, self.added = self.added, self.added + 1
-        entry = Entry(ids, kv, keys_of(ids))
+        entry = Entry(ids, kv, keys)
         self.entries[key] = entry
         self.index.update(dict.fromkeys(entry.hashes, key))
         self.bytes += size

@@ -237,3 +237,30 @@ def test_a_round_of_episodes_is_the_same_with_the_kept_cache(llama):
     assert kept.sampler_logp is not None and fresh.sampler_logp is not None
     assert (kept.sampler_logp - fresh.sampler_logp).abs().max() < 1e-4  # μ of later turns: float32 rounding apart
     assert timers[0].engine["rollout/kv_reused_tokens"] > 0 and "rollout/kv_reused_tokens" not in timers[1].engine
+
+
+def test_a_compiled_decode_keeps_its_static_slots_too(llama):
+    """compile=true: the decode cache is the static layout (all L columns, zeros past the written ones); the kept
+    columns are the same, so turn 2 is the eager re-prefill's (dynamo's graphs run eagerly here)."""
+    model, tok = llama
+    compiled = engine(True)
+    compiled.compile, compiled.backend = True, lambda graph, example_inputs: graph.forward
+    _, kept, contexts = two_turns(compiled, model, tok)
+    _, fresh, _ = two_turns(engine(False), model, tok)
+    assert torch.equal(kept.input_ids, fresh.input_ids)
+    obs = len(tok.encode(OBSERVATION, add_special_tokens=False))
+    assert kept.metrics["rollout/kv_reused_tokens"] == reused(contexts, obs)
+    tolerance, _ = float32_tolerance(model, fresh, 1.0)
+    assert (kept.logprobs - fresh.logprobs)[kept.response_mask.bool()].abs().max() <= tolerance
+
+
+def test_completions_that_sampled_alike_share_one_entry(llama):
+    model, tok = llama
+    eng = engine(True)
+    first = eng(model, tok, GenerationRequest(PROMPTS, 10, 1.0, greedy=True, repeats=2, keep_cache=True))
+    assert torch.equal(first.input_ids[0::2], first.input_ids[1::2])  # greedy: a group's two are the same
+    assert eng.turns is not None and len(eng.turns.entries) == 4  # one per prompt
+    obs = tok.encode(OBSERVATION, add_special_tokens=False)
+    contexts = [row[m.bool()].tolist() + obs for row, m in zip(first.input_ids, first.attention_mask, strict=True)]
+    second = eng(model, tok, GenerationRequest([], 4, 1.0, greedy=True, prompt_ids=contexts, keep_cache=True))
+    assert second.metrics["rollout/kv_reused_tokens"] == reused(contexts, len(obs))  # both read the shared one
