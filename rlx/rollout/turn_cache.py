@@ -103,7 +103,7 @@ class TurnCache:
                 f"rollout.turn_cache_mib bounds the kept keys and values in MiB, a number > 0 (got {max_mib}): "
                 "set it > 0, or rollout.keep_turn_cache=false to re-prefill every turn"
             )
-        self.max_bytes = int(max_mib * 2**20)
+        self.max_mib, self.max_bytes = max_mib, int(max_mib * 2**20)
         self.entries: OrderedDict[int, Entry] = OrderedDict()  # oldest first
         self.index: dict[int, int] = {}  # block chain hash -> the latest entry holding that prefix
         self.bytes = self.added = self.steps = 0
@@ -118,6 +118,14 @@ class TurnCache:
                 cache.release()
 
         self._hook = register_optimizer_step_post_hook(on_step)
+
+    def __getstate__(self) -> dict:
+        """An engine sent to the sampler process (rollout.max_staleness > 0) gets an empty cache of the same bound,
+        with its own optimiser hook (a hook does not pickle)."""
+        return {"max_mib": self.max_mib}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["max_mib"])  # type: ignore[misc]
 
     def __del__(self) -> None:
         hook = getattr(self, "_hook", None)

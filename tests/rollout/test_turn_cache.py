@@ -5,6 +5,7 @@ a one-turn call keeps nothing; the prefix lookup, by hand."""
 from __future__ import annotations
 
 import copy
+import pickle
 
 import pytest
 import torch
@@ -264,3 +265,15 @@ def test_completions_that_sampled_alike_share_one_entry(llama):
     contexts = [row[m.bool()].tolist() + obs for row, m in zip(first.input_ids, first.attention_mask, strict=True)]
     second = eng(model, tok, GenerationRequest([], 4, 1.0, greedy=True, prompt_ids=contexts, keep_cache=True))
     assert second.metrics["rollout/kv_reused_tokens"] == reused(contexts, len(obs))  # both read the shared one
+
+
+def test_an_engine_sent_to_the_sampler_process_gets_an_empty_cache(llama):
+    model, tok = llama
+    eng = engine(True, mib=3.0)
+    eng(model, tok, GenerationRequest(PROMPTS, 4, 1.0, keep_cache=True))
+    sent = pickle.loads(pickle.dumps(eng))  # rollout.max_staleness > 0 pickles the engine into its worker
+    assert sent.turns is not None and not sent.turns.entries and sent.turns.max_bytes == 3 * 2**20
+    sent(model, tok, GenerationRequest(PROMPTS, 4, 1.0, keep_cache=True))
+    assert len(sent.turns.entries) == 4
+    optimizer_step(torch.nn.Linear(2, 2))  # its own optimiser hook
+    assert not sent.turns.entries
