@@ -207,9 +207,7 @@ def later_turns(rollout: Rollout, config: RolloutConfig, scored, answers: list[l
         indices += chunk
     sampler = EngineTurns(rollout, config, timer)
     run_turns(episodes, env, sampler, tokenizer, limits)
-    release = getattr(rollout.engine, "release_turns", None)  # rollout=engine's kept keys and values
-    if release is not None:
-        release()
+    sampler.release()
     trajectories = [e.trajectory() for e in episodes]
     device = scored[0][0].input_ids.device
     width = max(1, max(len(t.ids) for t in trajectories))
@@ -258,6 +256,13 @@ class EngineTurns:
             self.reported = self.reported and gen.logprobs is not None
             out += sampled_rows(gen)
         return out
+
+    def release(self) -> None:
+        """The episodes it sampled for have ended: the engine may free what it kept for their next turns
+        (rollout=engine's kept keys and values, rlx.rollout.turn_cache)."""
+        release = getattr(self.rollout.engine, "release_turns", None)  # only rollout=engine keeps any
+        if release is not None:
+            release()
 
 
 def align_components(batches: list[RolloutBatch]) -> list[RolloutBatch]:
