@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -175,7 +175,7 @@ def generate_and_score(
             gen = rollout.engine(
                 rollout.policy,
                 rollout.tokenizer,
-                config.request([rows[i]["prompt"] for i in chunk]),
+                replace(config.request([rows[i]["prompt"] for i in chunk]), keep_cache=not one_turn),
                 on_finished=scoring.add if stream else None,
             )
             timer.record(gen, time.perf_counter() - start)
@@ -209,6 +209,7 @@ def later_turns(rollout: Rollout, config: RolloutConfig, scored, answers: list[l
         indices += chunk
     sampler = EngineTurns(rollout, config, timer)
     run_turns(episodes, env, sampler, tokenizer, limits)
+    sampler.release()
     trajectories = [e.trajectory() for e in episodes]
     device = scored[0][0].input_ids.device
     width = max(1, max(len(t.ids) for t in trajectories))
@@ -273,13 +274,22 @@ class EngineTurns:
         out: list[Sampled] = []
         for at in range(0, len(contexts), per):
             c = self.config
-            request = GenerationRequest([], max_new_tokens, c.temperature, c.greedy, prompt_ids=contexts[at : at + per])
+            request = GenerationRequest(
+                [], max_new_tokens, c.temperature, c.greedy, prompt_ids=contexts[at : at + per], keep_cache=True
+            )
             start = time.perf_counter()
             gen = self.rollout.engine(self.rollout.policy, self.rollout.tokenizer, request)
             self.timer.record(gen, time.perf_counter() - start)
             self.reported = self.reported and gen.logprobs is not None
             out += sampled_rows(gen)
         return out
+
+    def release(self) -> None:
+        """The episodes it sampled for have ended: the engine may free what it kept for their next turns
+        (rollout=engine's kept keys and values, rlx.rollout.turn_cache)."""
+        release = getattr(self.rollout.engine, "release_turns", None)  # only rollout=engine keeps any
+        if release is not None:
+            release()
 
 
 def align_components(batches: list[RolloutBatch]) -> list[RolloutBatch]:
