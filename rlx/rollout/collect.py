@@ -233,7 +233,10 @@ def driven_round(
     g, tokenizer = config.group_size, rollout.tokenizer
     sampler = EngineTurns(rollout, config, timer)
     start, generating = time.perf_counter(), timer.generate
-    per_row = env.episodes([rows[i] for i in indices for _ in range(g)], sampler, tokenizer, config.max_new_tokens)
+    try:
+        per_row = env.episodes([rows[i] for i in indices for _ in range(g)], sampler, tokenizer, config.max_new_tokens)
+    finally:
+        sampler.release()  # the episodes' kept keys and values (rollout.keep_turn_cache)
     timer.score += max(0.0, time.perf_counter() - start - (timer.generate - generating))  # the library's own time
     trajectories = [t for branches in per_row for t in branches]
     groups = [k // g for k, branches in enumerate(per_row) for _ in branches]  # [N] the row's prompt in the round
