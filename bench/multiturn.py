@@ -5,7 +5,12 @@
 - training (metrics.csv): the second turn's success over windows of steps, pooled over the episodes that took a
   second turn (each step's rate weighted by its count, (rollout/turns_mean − 1) · episodes per step).
 
+- and, with `--probe POLICY_DIR ...` (a warm start's cache directory, a run's policy/), the second turn alone:
+  every held-out carry problem answered with its carry dropped (the teacher's mistake), then the feedback, and
+  the policy's greedy second answer, for each feedback in FEEDBACK.
+
     python bench/multiturn.py RUN_DIR [RUN_DIR ...]
+    python bench/multiturn.py --probe POLICY_DIR [POLICY_DIR ...]
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+FEEDBACK = {"hint": " low\n{retry}", "direction": " {direction}\n{prompt}", "none": "no\n{prompt}"}
 WINDOWS = [(1, 25), (26, 50), (51, 100), (101, 150), (151, 200), (201, 250)]
 
 
@@ -55,7 +61,44 @@ def training(run: Path, episodes_per_step: int) -> list[tuple[str, float, float,
     return out
 
 
+def probe(policy_dir: str) -> dict[str, str]:
+    """Greedy second answers after a carry-dropped first one, per feedback: right / asked."""
+    # torch and transformers only for --probe (summarising runs reads files alone)
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from rlx.data.arithmetic import ArithmeticTask, carry_dropped_sum, true_sum
+    from rlx.envs.arithmetic_retry import hints
+    from rlx.rollout.engine import GenerationRequest, RolloutEngine
+
+    torch.set_num_threads(1)
+    model = AutoModelForCausalLM.from_pretrained(policy_dir).eval()
+    tok = AutoTokenizer.from_pretrained(policy_dir)
+    task = ArithmeticTask(10, 99, 500, 1234, 0.7, 4, 0.7, 0.6)  # conf/data/arithmetic.yaml's held-out split
+    wrong = [
+        (r, carry_dropped_sum(*r["operands"]))
+        for r in task.val
+        if carry_dropped_sum(*r["operands"]) != true_sum(*r["operands"])
+    ]
+    out = {}
+    for name, feedback in FEEDBACK.items():
+        contexts = []
+        for row, given in wrong:
+            text = feedback.format(**hints(row["prompt"], str(given), row["answer"]))
+            ids = tok.encode(row["prompt"] + str(given), add_special_tokens=False) + [tok.eos_token_id]
+            contexts.append(ids + tok.encode(text, add_special_tokens=False))
+        request = GenerationRequest([], 4, greedy=True, prompt_ids=contexts)
+        texts = RolloutEngine(False, False, False)(model, tok, request).texts
+        right = sum(t == row["answer"] for t, (row, _) in zip(texts, wrong, strict=True))
+        out[name] = f"{right}/{len(wrong)}"
+    return out
+
+
 def main(runs: list[str]) -> None:
+    if runs and runs[0] == "--probe":
+        for policy_dir in runs[1:]:
+            print(policy_dir, probe(policy_dir))
+        return
     for name in runs:
         run = Path(name)
         print(f"## {run.name}\n\nheld-out greedy episodes: step | turn 1 acc | turn 2 passed/took | episode acc")

@@ -48,7 +48,8 @@ def build(cfg: DictConfig, inputs: Inputs | None = None) -> tuple[RLModule, pl.T
     )  # once: a curriculum the data cannot serve (sorted without its key) fails before the model loads
     peft = build_node(cfg, "peft")
     rollout = build_node(cfg, "rollout")  # before the model loads: rollout=vllm without vLLM stops here
-    env, max_context = build_env(cfg, reward)  # conf/env: the episode (env=single: one turn of the reward)
+    env, max_context = build_env(cfg, reward, rollout)  # conf/env: the episode (env=single: one turn of the reward)
+    task.check_fields(env.required_fields)  # the fields the environment reads, in every row
     model = build_node(cfg, "model")
     warn_inert(cfg, algo=algo, advantage=advantage, task=task, reward=reward, sampler=sampler, model=model)
     loaded = model(task)

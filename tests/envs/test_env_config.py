@@ -10,6 +10,9 @@ from rlx.envs.build import build_env
 from rlx.envs.single import RewardEnv
 from rlx.errors import ConfigError
 from rlx.rewards.base import Status, Verdict
+from rlx.rollout.engine import RolloutEngine
+
+ENGINE = RolloutEngine(compile=False, overlap_scoring=True, reuse_logprobs=True)
 
 
 class Exact:
@@ -26,7 +29,7 @@ class Exact:
 
 def test_the_default_env_is_the_one_turn_episode_of_the_runs_reward(cfg_factory):
     reward = Exact()
-    env, max_context = build_env(cfg_factory(), reward)
+    env, max_context = build_env(cfg_factory(), reward, ENGINE)
     assert isinstance(env, RewardEnv) and env.reward is reward and env.max_turns == 1 and max_context is None
     turns = env.step(env.reset([{"answer": "5"}, {"answer": "6"}]), ["5", "7"])
     assert [(t.verdict.reward, t.done) for t in turns] == [(1.0, True), (0.0, True)]
@@ -34,7 +37,7 @@ def test_the_default_env_is_the_one_turn_episode_of_the_runs_reward(cfg_factory)
 
 
 def test_arithmetic_retry_builds_with_the_runs_reward_and_its_context_cap(cfg_factory):
-    env, max_context = build_env(cfg_factory("env=arithmetic_retry", "env.max_context_tokens=64"), Exact())
+    env, max_context = build_env(cfg_factory("env=arithmetic_retry", "env.max_context_tokens=64"), Exact(), ENGINE)
     assert isinstance(env, ArithmeticRetryEnv) and env.max_turns == 2 and max_context == 64
     states = env.reset([{"prompt": "17+15=", "answer": "32"}] * 3)
     turns = env.step(states, ["32", "22", "x"])
@@ -55,9 +58,11 @@ def test_the_hints_of_a_wrong_answer():
         (["env=arithmetic_retry", "env.feedback='{answer}'"], "env.feedback='{answer}' names an unknown field"),
         (["env=arithmetic_retry", "env.max_context_tokens=0"], "env.max_context_tokens=0 must be a positive"),
         (["env=arithmetic_retry", "env.max_context_tokens=lots"], "env.max_context_tokens='lots'"),
+        (["env=arithmetic_retry"], "rollout.max_staleness=1 samples ahead in another process one turn"),
     ],
 )
 def test_a_bad_env_value_fails_at_start_naming_the_key(cfg_factory, overrides, message):
+    staleness = 1 if "max_staleness" in message else 0
     with pytest.raises(ConfigError) as err:
-        build_env(cfg_factory(*overrides), Exact())
+        build_env(cfg_factory(*overrides), Exact(), RolloutEngine(False, True, True, max_staleness=staleness))
     assert message in str(err.value) and "\n" not in str(err.value)
