@@ -2,6 +2,7 @@
 
 import itertools
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -16,7 +17,9 @@ from rlx.algos.turns import (
     turn_token_advantage,
 )
 from rlx.checks import build_node
-from rlx.rollout.batch import RolloutBatch, concat
+from rlx.envs.trajectory import EpisodeEnd, Trajectory
+from rlx.rewards.base import Status, Verdict
+from rlx.rollout.batch import RolloutBatch, concat, from_trajectories
 
 ALL = torch.tensor([True, True, True])
 ONE_GROUP = torch.tensor([0, 0, 0])
@@ -305,3 +308,32 @@ def test_the_bias_trap_exactly():
     assert expected_gradient(0.5, 0.8, 3, True) == pytest.approx((-0.075, 0.06))
     # when no episode stops early (p = 0: every one takes both turns) it is exact: ∇θ1 J = q(1 − q) = 0.16
     assert expected_gradient(0.0, 0.8, 2, True) == pytest.approx((0.0, 0.16))
+
+
+def trajectory(turn_rewards: list[float], stopped_after: int) -> Trajectory:
+    """An episode of `stopped_after` model turns of two sampled ids each, a one-id observation between turns."""
+    ids, sampled, turn = [], [], []
+    for k in range(stopped_after):
+        if k:
+            ids, sampled, turn = [*ids, 9], [*sampled, False], [*turn, -1]  # the observation
+        ids, sampled, turn = [*ids, 5, 6], [*sampled, True, True], [*turn, k, k]
+    verdicts = [Verdict(r, Status.PASS if r == 1.0 else Status.FAIL) for r in turn_rewards[:stopped_after]]
+    return Trajectory(
+        prompt_ids=[1, 2], ids=ids, sampled=sampled, turn=turn, logprobs=[0.0] * len(ids),
+        turn_verdicts=verdicts, verdict=verdicts[-1], end=EpisodeEnd.DONE, texts=["a"] * stopped_after,
+    )  # fmt: skip
+
+
+def test_the_turn_loops_batch_gets_turn_credit():
+    # what rlx.envs.episodes hands the update: 3 episodes of one prompt, max_turns 2.
+    # rewards: [0, 1] (fixed on turn 2), [1] (right first: stopped), [0, 0]. γ = 0.4, mean baseline:
+    # G: [0.4, 1.0], [1.0, -], [0.0, 0.0]. Turn 0 cell [0.4, 1.0, 0.0], mean 0.4667 -> −0.0667, 0.5333, −0.4667
+    # turn 1 cell (episodes 0 and 2) [1.0, 0.0], mean 0.5 -> +0.5, −0.5
+    episodes = [trajectory([0.0, 1.0], 2), trajectory([1.0], 1), trajectory([0.0, 0.0], 2)]
+    batch = from_trajectories(episodes, torch.zeros(3, dtype=torch.long), torch.zeros(3, dtype=torch.long), 0, 2)
+    batch = replace(batch, sample_mask=batch.valid)
+    adv, _ = TurnReturn(0.4, "mean", None)(batch)
+    a, b, c = -0.4 / 6, 1.6 / 3, -1.4 / 3  # 0.4 − 0.4667, 1.0 − 0.4667, 0.0 − 0.4667
+    expected = torch.tensor([[a, a, 0.0, 0.5, 0.5], [b, b, 0.0, 0.0, 0.0], [c, c, 0.0, -0.5, -0.5]])
+    torch.testing.assert_close(adv, expected)
+    assert (adv[batch.response_mask == 0] == 0).all()  # observation ids and padding: exactly 0
