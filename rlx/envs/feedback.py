@@ -1,0 +1,116 @@
+"""What the built-in environments share: an episode that scores every turn with the run's reward and shows the
+model what went wrong (env=code_repair, env=kernel_refine), and the bounded observation each one sends.
+
+`FeedbackEnv.step` scores the whole turn in one reward call (the reward's sandbox pool runs the episodes in
+flight together), ends an episode where its `done` says so (a PASS; an INFRA verdict, which is the scorer's
+failure, never the model's, and so has nothing to show it), and otherwise turns the verdict into what a user of
+the reward would read (`describe`), cut to `max_observation_chars`. The per-turn reward is that turn's verdict;
+the episode's outcome is its last turn's (the turn loop's rule, rlx.envs.trajectory).
+
+An observation is text appended after the model's turn (`observation_role: null`, for a base model such as the
+embedded one) or one chat message of that role (`user`, `tool`) rendered as the conversation's continuation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rlx.envs.protocol import Observation, Turn
+from rlx.rewards.base import Reward, Status, Verdict
+
+ROLES = (None, "user", "tool")
+CUT = " [...]"  # marks an observation (or a line of one) cut to its cap
+MIN_OBSERVATION_CHARS = 64  # below this, not even one failing test's line fits
+
+
+def check_common(max_turns: int, max_observation_chars: int, observation_role: str | None) -> None:
+    """The keys every built-in env yaml carries, checked with the key named and the fix."""
+    if not (isinstance(max_turns, int) and max_turns >= 1):
+        raise ValueError(f"env.max_turns must be an int >= 1 (got {max_turns!r}); 1 is a single-turn episode")
+    if not (isinstance(max_observation_chars, int) and max_observation_chars >= MIN_OBSERVATION_CHARS):
+        raise ValueError(
+            f"env.max_observation_chars must be an int >= {MIN_OBSERVATION_CHARS} (got {max_observation_chars!r}): "
+            "below that no failure can be shown"
+        )
+    if observation_role not in ROLES:
+        raise ValueError(
+            f"env.observation_role must be null (text appended to the model's turn: base models), 'user' or "
+            f"'tool' (a chat message: chat models) (got {observation_role!r})"
+        )
+
+
+def clip(text: str, cap: int) -> str:
+    """`text` in at most `cap` characters, marked where it was cut."""
+    return text if len(text) <= cap else text[: max(cap - len(CUT), 0)] + CUT
+
+
+def one_line(value: object, cap: int) -> str:
+    """A value the model's code produced, as one bounded line (its own newlines shown as \\n)."""
+    return clip(str(value).replace("\r", "\\r").replace("\n", "\\n"), cap)
+
+
+def render(text: str, role: str | None, cap: int) -> Observation:
+    """The observation as sent: text bounded by `cap`, raw or as one chat message of `role`."""
+    if role is None:
+        return clip(text, cap)
+    return [{"role": role, "content": clip(text.strip(), cap)}]
+
+
+@dataclass
+class Episode:
+    """One episode's state: its row and the model turns taken so far."""
+
+    row: dict
+    turns: int = 0
+
+
+class FeedbackEnv:
+    """Score each turn with `reward`; a PASS (or an INFRA verdict) ends the episode, anything else comes back
+    as `describe(verdict, row)`. Subclasses write `describe` (and may widen `done`)."""
+
+    def __init__(self, reward: Reward, max_turns: int, max_observation_chars: int, observation_role: str | None):
+        check_common(max_turns, max_observation_chars, observation_role)
+        self.reward = reward
+        self.max_turns, self.max_observation_chars, self.observation_role = (
+            max_turns,
+            max_observation_chars,
+            observation_role,
+        )
+
+    @property
+    def required_fields(self) -> tuple[str, ...]:
+        return tuple(self.reward.required_fields)
+
+    def bind(self, task) -> None:
+        """Let the reward resolve its task-dependent settings (reward=math's strict=null, reward=triton's
+        torch_in_forward=null), as the trainer's preflight does for the run's own reward."""
+        bind = getattr(self.reward, "bind", None)  # optional on the Reward protocol
+        if bind is not None:
+            bind(task)
+
+    def reset(self, rows: list[dict]) -> list[Episode]:
+        return [Episode(row) for row in rows]
+
+    def done(self, verdict: Verdict) -> bool:
+        return verdict.status in (Status.PASS, Status.INFRA)
+
+    def describe(self, verdict: Verdict, row: dict) -> str:
+        raise NotImplementedError
+
+    def step(self, states: list[Any], completions: list[str]) -> list[Turn]:
+        verdicts = self.reward(completions, [s.row for s in states])
+        turns = []
+        for state, verdict in zip(states, verdicts, strict=True):
+            state.turns += 1
+            if self.done(verdict):
+                turns.append(Turn(verdict, True))
+                continue
+            text = self.describe(verdict, state.row)
+            turns.append(Turn(verdict, False, render(text, self.observation_role, self.max_observation_chars)))
+        return turns
+
+    def close(self) -> None:
+        close = getattr(self.reward, "close", None)  # optional on the Reward protocol (reward=math has no pool)
+        if close is not None:
+            close()
