@@ -72,11 +72,9 @@ class FeedbackEnv:
     def __init__(self, reward: Reward, max_turns: int, max_observation_chars: int, observation_role: str | None):
         check_common(max_turns, max_observation_chars, observation_role)
         self.reward = reward
-        self.max_turns, self.max_observation_chars, self.observation_role = (
-            max_turns,
-            max_observation_chars,
-            observation_role,
-        )
+        self.max_turns: int = max_turns
+        self.max_observation_chars: int = max_observation_chars
+        self.observation_role: str | None = observation_role
 
     @property
     def required_fields(self) -> tuple[str, ...]:
