@@ -46,8 +46,10 @@ def clip(text: str, cap: int) -> str:
 
 
 def one_line(value: object, cap: int) -> str:
-    """A value the model's code produced, as one bounded line (its own newlines shown as \\n)."""
-    return clip(str(value).replace("\r", "\\r").replace("\n", "\\n"), cap)
+    """A value the model's code produced, as one bounded line: newlines and other unprintable characters shown
+    as escapes (\\n, \\x00), never sent raw to the tokenizer."""
+    text = str(value)[: cap + 1]  # the escapes only lengthen it: the rest is cut anyway (and marked: > cap)
+    return clip("".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text), cap)
 
 
 def render(text: str, role: str | None, cap: int) -> Observation:
