@@ -35,6 +35,7 @@ from rlx.rewards.code.reward import HARNESS, MODULES
 from rlx.rewards.sandbox.session import Failure, Limits, Sandbox, Session
 
 TOOLS = ("calc", "python")
+RESULT = "\n<result>\n{}\n</result>\n"  # a tool's result, as text after the call
 CALL = re.compile(r"<tool>\s*([A-Za-z_]\w*)?\s*:?(.*?)(?:</tool>|\Z)", re.DOTALL)
 MAX_BITS = 10_000  # an integer result larger than this is refused (about 3,000 digits)
 MAX_EXPRESSION = 1_000  # characters of a calc expression
@@ -245,12 +246,18 @@ class ToolMathEnv:
             if i in final:
                 turns.append(Turn(final[i], True))
                 continue
-            (name, body), result = calls[i], clip(str(results[i]), self.max_observation_chars - 40)
+            (name, body), result = calls[i], str(results[i])
             details = {"tool": name, "call": clip(body, 200), "result": clip(result, 200)}
             verdict = Verdict(0.0, Status.FAIL, {}, {**details, "reason": "a tool call: no answer yet"})
-            text = f"\n<result>\n{result}\n</result>\n" if self.observation_role is None else result
-            turns.append(Turn(verdict, False, render(text, self.observation_role, self.max_observation_chars)))
+            turns.append(Turn(verdict, False, self._observation(result)))
         return turns
+
+    def _observation(self, result: str):
+        """The result in its tags (text) or as the message's content, the whole within max_observation_chars."""
+        if self.observation_role is not None:
+            return render(result, self.observation_role, self.max_observation_chars)
+        room = self.max_observation_chars - len(RESULT.format(""))  # the closing tag is never cut off
+        return RESULT.format(clip(result, room))
 
     def close(self) -> None:
         if self.sandbox is not None:
