@@ -64,7 +64,7 @@ class CodeRepairEnv(FeedbackEnv):
         instruction: str,
         observation_role: str | None = None,
     ) -> None:
-        """reward: the run's reward=unit_tests (conf/env/code_repair.yaml builds it from `${reward}`)."""
+        """reward: the run's reward=unit_tests (passed by rlx.train: conf/env/code_repair.yaml is `_partial_: true`)."""
         super().__init__(reward, max_turns, max_observation_chars, observation_role)
         if not (isinstance(max_failures, int) and max_failures >= 1):
             raise ValueError(f"env.max_failures must be an int >= 1 (got {max_failures!r}): the failing tests shown")

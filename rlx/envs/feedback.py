@@ -7,6 +7,9 @@ failure, never the model's, and so has nothing to show it), and otherwise turns 
 the reward would read (`describe`), cut to `max_observation_chars`. The per-turn reward is that turn's verdict;
 the episode's outcome is its last turn's (the turn loop's rule, rlx.envs.trajectory).
 
+The reward is the run's (conf/reward/, passed by rlx.train: the env yaml is `_partial_: true`), so the rows are
+checked, the reward is bound to the task and closed once, by the trainer, as for env=single.
+
 An observation is text appended after the model's turn (`observation_role: null`, for a base model such as the
 embedded one) or one chat message of that role (`user`, `tool`) rendered as the conversation's continuation.
 """
@@ -82,13 +85,6 @@ class FeedbackEnv:
     def required_fields(self) -> tuple[str, ...]:
         return tuple(self.reward.required_fields)
 
-    def bind(self, task) -> None:
-        """Let the reward resolve its task-dependent settings (reward=math's strict=null, reward=triton's
-        torch_in_forward=null), as the trainer's preflight does for the run's own reward."""
-        bind = getattr(self.reward, "bind", None)  # optional on the Reward protocol
-        if bind is not None:
-            bind(task)
-
     def reset(self, rows: list[dict]) -> list[Episode]:
         return [Episode(row) for row in rows]
 
@@ -111,6 +107,4 @@ class FeedbackEnv:
         return turns
 
     def close(self) -> None:
-        close = getattr(self.reward, "close", None)  # optional on the Reward protocol (reward=math has no pool)
-        if close is not None:
-            close()
+        """Nothing of its own to release: the reward is the run's (rlx.train binds, checks and closes it)."""

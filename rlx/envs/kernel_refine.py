@@ -42,7 +42,7 @@ class KernelRefineEnv(FeedbackEnv):
         speed_instruction: str,
         observation_role: str | None = None,
     ) -> None:
-        """reward: the run's reward=triton (conf/env/kernel_refine.yaml builds it from `${reward}`)."""
+        """reward: the run's reward=triton (passed by rlx.train: conf/env/kernel_refine.yaml is `_partial_: true`)."""
         super().__init__(reward, max_turns, max_observation_chars, observation_role)
         if not isinstance(reward, TritonReward):
             raise ValueError(

@@ -170,8 +170,8 @@ class ToolMathEnv:
         python: dict,
         observation_role: str | None = None,
     ) -> None:
-        """reward: the run's reward=math (built from `${reward}`); tools: the ones a turn may call; python: the
-        sandbox for `python` calls (workers, base_uid, timeout_s, limits)."""
+        """reward: the run's reward=math (passed by rlx.train: the yaml is `_partial_: true`); tools: the ones a
+        turn may call; python: the sandbox for `python` calls (workers, base_uid, timeout_s, limits)."""
         check_common(max_turns, max_observation_chars, observation_role)
         unknown = [t for t in tools if t not in TOOLS]
         if unknown or not tools:
@@ -189,12 +189,6 @@ class ToolMathEnv:
     @property
     def required_fields(self) -> tuple[str, ...]:
         return tuple(self.reward.required_fields)
-
-    def bind(self, task) -> None:
-        """reward=math's strict=null is resolved from the task, as the trainer's preflight does for its reward."""
-        bind = getattr(self.reward, "bind", None)  # optional on the Reward protocol
-        if bind is not None:
-            bind(task)
 
     def reset(self, rows: list[dict]) -> list[Episode]:
         return [Episode(row) for row in rows]
@@ -260,8 +254,6 @@ class ToolMathEnv:
         return RESULT.format(clip(result, room))
 
     def close(self) -> None:
+        """The python sandbox's jails end here; the reward is the run's (rlx.train closes it)."""
         if self.sandbox is not None:
             self.sandbox.close()
-        close = getattr(self.reward, "close", None)  # optional on the Reward protocol
-        if close is not None:
-            close()

@@ -19,11 +19,17 @@ BASE_UID = 63000 + RUN_UID_OFFSET
 
 
 def build(**env_overrides):
-    """The env node of conf/env/code_repair.yaml over the run's reward node, as Hydra instantiates `env`."""
+    """conf/env/code_repair.yaml built as rlx.train builds it: the `_partial_` env given the run's reward (here
+    conf/reward/unit_tests.yaml's)."""
     env, reward = (OmegaConf.load(CONF / group) for group in ("env/code_repair.yaml", "reward/unit_tests.yaml"))
     env.pop("defaults"), reward.pop("defaults")
     reward.base_uid = BASE_UID
-    return instantiate(OmegaConf.create({"reward": reward, "env": OmegaConf.merge(env, env_overrides)}).env)
+    built = instantiate(reward)
+    try:
+        return instantiate(OmegaConf.merge(env, env_overrides))(reward=built)
+    except BaseException:
+        built.close()
+        raise
 
 
 # data=programs' row "# sub 9, mul 8, mul 7": f(x) = (x-9)*8*7, tested on x in (-3, 0, 4, 7, 10)
@@ -48,13 +54,13 @@ STDIO = {"tests": [{"stdin": "3\n", "stdout": "6\n"}, {"stdin": "5\n", "stdout":
 def env():
     built = build()
     yield built
-    built.close()
+    built.reward.close()  # the run's reward: rlx.train closes it
 
 
 def test_yaml_builds_an_environment_on_the_runs_reward(env):
     assert isinstance(env, Environment)
     assert (env.max_turns, env.max_observation_chars, env.max_failures) == (3, 600, 3)
-    assert env.reward is env.unit_tests
+    assert env.required_fields == ()  # reward=unit_tests checks each row's tests itself (row_problem)
 
 
 def test_wrong_program_then_its_fix(env):
@@ -125,7 +131,7 @@ def test_chat_role_observation_and_no_calls():
     try:
         [turn] = env.step(env.reset([ROW]), [FLAWED])
     finally:
-        env.close()
+        env.reward.close()
     assert turn.observation == [
         {
             "role": "user",
@@ -145,11 +151,11 @@ def test_chat_role_observation_and_no_calls():
     ],
 )
 def test_bad_keys_name_the_key_and_the_fix(override, message):
-    """Checked before any sandbox starts: reward=math (no sandbox) reaches each check, the last one refuses it."""
+    """Checked before the env uses its reward: reward=math (no sandbox) reaches each check, the last refuses it."""
     env, reward = (OmegaConf.load(CONF / group) for group in ("env/code_repair.yaml", "reward/math.yaml"))
     env.pop("defaults")
-    with pytest.raises(Exception, match=message):
-        instantiate(OmegaConf.create({"reward": reward, "env": OmegaConf.merge(env, override)}).env)
+    with pytest.raises(ValueError, match=message):
+        instantiate(OmegaConf.merge(env, override))(reward=instantiate(reward))
 
 
 @pytest.mark.parametrize(

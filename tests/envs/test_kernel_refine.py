@@ -29,19 +29,25 @@ NO_KERNEL = "class ModelNew(nn.Module):\n def forward(self,x):\n  return x\n"
 
 
 def build(**env_overrides):
-    """The env node of conf/env/kernel_refine.yaml over the run's reward node, as Hydra instantiates `env`."""
+    """conf/env/kernel_refine.yaml built as rlx.train builds it: the `_partial_` env given the run's reward (here
+    conf/reward/triton.yaml's, on CPU)."""
     env, reward = (OmegaConf.load(CONF / group) for group in ("env/kernel_refine.yaml", "reward/triton.yaml"))
     env.pop("defaults"), reward.pop("defaults")
     reward.merge_with({"workers": 1, "device": "cpu", "trials": 2, "seed": 0, "base_uid": BASE_UID})
     reward.limits.merge_with({"wall_s": 8.0, "cpu_s": 6})
-    return instantiate(OmegaConf.create({"reward": reward, "env": OmegaConf.merge(env, env_overrides)}).env)
+    built = instantiate(reward)
+    try:
+        return instantiate(OmegaConf.merge(env, env_overrides))(reward=built)
+    except BaseException:
+        built.close()
+        raise
 
 
 @pytest.fixture(scope="module")
 def env():
     built = build()
     yield built
-    built.close()
+    built.reward.close()  # the run's reward: rlx.train closes it
 
 
 def test_assumptions_about_the_reference_solution():
@@ -49,7 +55,7 @@ def test_assumptions_about_the_reference_solution():
 
 
 def test_wrong_kernel_then_its_fix(env):
-    assert isinstance(env, Environment) and env.max_turns == 3
+    assert isinstance(env, Environment) and env.max_turns == 3 and env.required_fields == ("source",)
     states = env.reset([ROW, ROW])
     first = env.step(states, [OFF_BY_ONE, "def nope(:"])
     assert [(t.verdict.status, t.verdict.reward, t.done) for t in first] == [
@@ -106,7 +112,7 @@ def test_refine_correct_false_ends_at_the_first_correct_kernel():
         on_gpu = dataclasses.replace(turn.verdict, details={**turn.verdict.details, "speedup": 1.25})
         assert env.done(on_gpu) is True
     finally:
-        env.close()
+        env.reward.close()
     assert wrong.observation == [
         {"role": "tool", "content": "Wrong output on 2 trial(s): max abs error 1 > tolerance 0.0001\nTry again."}
     ]
@@ -123,5 +129,5 @@ def test_refine_correct_false_ends_at_the_first_correct_kernel():
 def test_bad_keys_name_the_key_and_the_fix(override, message):
     env, reward = (OmegaConf.load(CONF / group) for group in ("env/kernel_refine.yaml", "reward/math.yaml"))
     env.pop("defaults")
-    with pytest.raises(Exception, match=message):
-        instantiate(OmegaConf.create({"reward": reward, "env": OmegaConf.merge(env, override)}).env)
+    with pytest.raises(ValueError, match=message):
+        instantiate(OmegaConf.merge(env, override))(reward=instantiate(reward))

@@ -23,14 +23,14 @@ class ExtractingTask:
 
 
 def build(**env_overrides):
-    """The env node of conf/env/tool_math.yaml over the run's reward node (strict=null, bound to the task as the
-    trainer binds it), as Hydra instantiates `env`."""
+    """conf/env/tool_math.yaml built as rlx.train builds it: the `_partial_` env given the run's reward (here
+    conf/reward/math.yaml's, strict=null bound to the task as the trainer's preflight binds it)."""
     env, reward = (OmegaConf.load(CONF / group) for group in ("env/tool_math.yaml", "reward/math.yaml"))
     env.pop("defaults")
     env.python.base_uid = BASE_UID
-    built = instantiate(OmegaConf.create({"reward": reward, "env": OmegaConf.merge(env, env_overrides)}).env)
+    built = instantiate(reward)
     built.bind(ExtractingTask())
-    return built
+    return instantiate(OmegaConf.merge(env, env_overrides))(reward=built)
 
 
 @pytest.fixture(scope="module")
@@ -103,6 +103,7 @@ def test_tool_call_syntax(completion, call):
 
 def test_calculator_then_answer(env):
     assert isinstance(env, Environment) and env.stop == ("</tool>",) and env.max_turns == 4
+    assert env.required_fields == ("answer",)
     states = env.reset([ROW, ROW])
     first = env.step(states, ["<tool>calc: 2*(3+4)**2</tool>", "<tool>python: print(sum(range(101)))</tool>"])
     assert [(t.verdict.status, t.verdict.reward, t.done) for t in first] == [(Status.FAIL, 0.0, False)] * 2
@@ -179,8 +180,8 @@ def test_text_results_keep_their_closing_tag():
 def test_bad_keys_name_the_key_and_the_fix(override, message):
     env, reward = (OmegaConf.load(CONF / group) for group in ("env/tool_math.yaml", "reward/math.yaml"))
     env.pop("defaults")
-    with pytest.raises(Exception, match=message):
-        instantiate(OmegaConf.create({"reward": reward, "env": OmegaConf.merge(env, override)}).env)
+    with pytest.raises(ValueError, match=message):
+        instantiate(OmegaConf.merge(env, override))(reward=instantiate(reward))
 
 
 def test_class_is_the_yaml_target():
