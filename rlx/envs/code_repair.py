@@ -112,6 +112,9 @@ class CodeRepairEnv(FeedbackEnv):
             lines += [self._line(t, labels, inputs, name) for t in failing[: self.max_failures]]
             if len(failing) > self.max_failures:
                 lines.append(f"({len(failing) - self.max_failures} more failing tests not shown)")
+            skipped = sum(isinstance(t, dict) and t.get("error") in SKIPPED for t in tests)
+            if skipped:
+                lines.append(f"({skipped} tests not run: the test program stopped earlier)")
             if "reason" in details and not any(t.get("error") == "Timeout" for t in failing):
                 lines.append(one_line(details["reason"], 2 * VALUE_CHARS))
         else:

@@ -47,6 +47,12 @@ HUMANEVAL = {
     "code_from": "prompt_completion",
     "scoring": "all",
 }
+STOPS = {  # the first assert raises outside its comparison: check() stops there, as in Python
+    "prompt": "def add(a, b):\n",
+    "test": "def check(candidate):\n    assert candidate(1, 2) + 1 == 4\n    assert candidate(2, 2) == 4\n",
+    "entry_point": "add",
+    "code_from": "prompt_completion",
+}
 STDIO = {"tests": [{"stdin": "3\n", "stdout": "6\n"}, {"stdin": "5\n", "stdout": "10\n"}]}
 
 
@@ -92,6 +98,14 @@ def test_expected_values_never_shown(env):
     assert "add(1, 2) returned -1" in turns[2].observation
     assert "add(0.5, 0.25)" in turns[2].observation
     assert "0.75" not in turns[2].observation and "== 3" not in turns[2].observation
+
+
+def test_tests_after_the_program_stopped_are_counted(env):
+    [turn] = env.step(env.reset([STOPS]), ["    return None\n"])
+    assert turn.observation == (
+        "\n2 of 2 tests failed.\nadd(1, 2) raised TypeError: unsupported operand type(s) for +: 'NoneType' and 'int'"
+        "\n(1 tests not run: the test program stopped earlier)\nFix the program.\n"
+    )
 
 
 def test_stdio_cases_show_their_input_and_output(env):
