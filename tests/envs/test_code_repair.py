@@ -4,6 +4,9 @@ hostile programs give a bounded observation, never an exception; the expected va
 
 from __future__ import annotations
 
+import csv
+import json
+
 import pytest
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
@@ -12,7 +15,8 @@ from rlx.data.programs import ProgramsTask
 from rlx.envs.code_repair import CodeRepairEnv, called
 from rlx.envs.protocol import Environment
 from rlx.rewards.base import Status
-from tests.conftest import CONF
+from tests import conftest as harness
+from tests.conftest import CONF, FAST_MODEL, REPO
 from tests.rewards.sandbox_helpers import RUN_UID_OFFSET
 
 BASE_UID = 63000 + RUN_UID_OFFSET
@@ -188,3 +192,25 @@ def test_only_the_call_of_the_tested_function_is_shown(label, shown):
 
 def test_class_is_the_yaml_target():
     assert OmegaConf.load(CONF / "env" / "code_repair.yaml")._target_ == f"{CodeRepairEnv.__module__}.CodeRepairEnv"
+
+
+@pytest.mark.slow  # ~30 s of CPU: 2:50 wall on the shared 2-core machine (load 7)
+def test_cli_run_shows_observations_and_per_turn_rewards(tmp_path, test_cache):
+    """`python -m rlx env=code_repair` (reward=unit_tests, data=programs) on the embedded model: every episode's
+    record in samples.jsonl holds its turns (reward, status) and the observations between them."""
+    run = tmp_path / "run"
+    steps = ["trainer.max_steps=2", "algo.prompts_per_step=2", "algo.group_size=2", "data.val_size=4"]
+    argv = ["-m", "rlx", f"hydra.run.dir={run}", "env=code_repair", *FAST_MODEL, *steps, "samples_every=1"]
+    harness.run_cli(argv, REPO, test_cache, check=True)
+    episodes = [json.loads(line)["episode"] for line in (run / "samples.jsonl").read_text().splitlines()]
+    assert len(episodes) == 8  # samples_per_step=4 on each of the 2 steps
+    for episode in episodes:
+        turns, observations = episode["turns"], episode["observations"]
+        assert 1 <= len(turns) <= 3 and len(observations) == len(turns) - 1
+        assert all(0.0 <= t["reward"] <= 1.0 for t in turns)
+        assert all(t["status"] != "PASS" for t in turns[:-1])  # a PASS ends the episode
+        assert all(o.startswith("\n") and o.endswith("\nFix the program.\n") and len(o) <= 600 for o in observations)
+        assert episode["end"] == ("done" if turns[-1]["status"] == "PASS" else "max_turns")
+    with (run / "metrics.csv").open() as handle:
+        rows = [r for r in csv.DictReader(handle) if r.get("reward/mean")]
+    assert len(rows) == 2 and all(r["rollout/turns_mean"] and r["reward/turn_1_mean"] for r in rows)
