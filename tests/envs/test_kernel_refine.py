@@ -5,7 +5,9 @@ back with refine_correct) on reward=triton's own verdicts; hostile completions g
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import json
 
 import pytest
 from hydra.utils import instantiate
@@ -14,7 +16,8 @@ from omegaconf import OmegaConf
 from rlx.data.kernels.generator import IMPORTS, generate
 from rlx.envs.protocol import Environment
 from rlx.rewards.base import Status
-from tests.conftest import CONF
+from tests import conftest as harness
+from tests.conftest import CONF, FAST_MODEL, REPO
 from tests.rewards.sandbox_helpers import RUN_UID_OFFSET
 
 BASE_UID = 63200 + RUN_UID_OFFSET
@@ -131,3 +134,26 @@ def test_bad_keys_name_the_key_and_the_fix(override, message):
     env.pop("defaults")
     with pytest.raises(ValueError, match=message):
         instantiate(OmegaConf.merge(env, override))(reward=instantiate(reward))
+
+
+@pytest.mark.slow  # the kernels' warm start and TRITON_INTERPRET: minutes on the shared 2-core machine
+def test_cli_run_shows_observations_and_per_turn_rewards(tmp_path, test_cache):
+    """`python -m rlx env=kernel_refine` (reward=triton, data=kernels, model=tiny_kernels) on CPU: every episode's
+    record in samples.jsonl holds its turns (reward, status) and the observations between them. After a 40-step
+    warm start the model writes mostly garbage: the point is the path (turns, sandboxed kernels, observations)."""
+    run = tmp_path / "run"
+    shrink = ["model.warm_start.batch_size=4", "data.val_size=4", "val_samples=1", "samples_every=1"]
+    steps = ["trainer.max_steps=1", "algo.prompts_per_step=2", "algo.group_size=2"]
+    argv = ["-m", "rlx", f"hydra.run.dir={run}", "env=kernel_refine", "env.max_turns=2", *FAST_MODEL, *shrink, *steps]
+    harness.run_cli(argv, REPO, test_cache, check=True)
+    episodes = [json.loads(line)["episode"] for line in (run / "samples.jsonl").read_text().splitlines()]
+    assert len(episodes) == 4  # samples_per_step=4 of the step's 2 x 2 episodes
+    for episode in episodes:
+        turns, observations = episode["turns"], episode["observations"]
+        assert 1 <= len(turns) <= 2 and len(observations) == len(turns) - 1
+        assert all(t["status"] != "INFRA" and 0.0 <= t["reward"] <= 2.5 for t in turns)
+        assert all(o.endswith("\nFix the kernel.\n") and len(o) <= 600 for o in observations)
+        assert episode["end"] == ("done" if turns[-1]["status"] == "PASS" else "max_turns")
+    with (run / "metrics.csv").open() as handle:
+        rows = [r for r in csv.DictReader(handle) if r.get("reward/mean")]
+    assert len(rows) == 1 and rows[0]["reward/turn_1_mean"] and float(rows[0]["reward/infra_frac"]) == 0.0

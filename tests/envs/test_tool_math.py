@@ -4,6 +4,9 @@ rewards, done flags, observation text), python in the sandbox, and hostile calls
 
 from __future__ import annotations
 
+import csv
+import json
+
 import pytest
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
@@ -11,7 +14,8 @@ from omegaconf import OmegaConf
 from rlx.envs.protocol import Environment
 from rlx.envs.tool_math import ToolMathEnv, calculate, tool_call
 from rlx.rewards.base import Status
-from tests.conftest import CONF
+from tests import conftest as harness
+from tests.conftest import CONF, REPO
 from tests.rewards.sandbox_helpers import RUN_UID_OFFSET
 
 BASE_UID = 63400 + RUN_UID_OFFSET
@@ -186,3 +190,43 @@ def test_bad_keys_name_the_key_and_the_fix(override, message):
 
 def test_class_is_the_yaml_target():
     assert OmegaConf.load(CONF / "env" / "tool_math.yaml")._target_ == f"{ToolMathEnv.__module__}.ToolMathEnv"
+
+
+def write_task(folder):
+    """Six A+B= rows and a warm-start file teaching both turns: the call, then the answer after its result."""
+    rows = [{"prompt": f"{a}+{a + 1}=", "answer": str(2 * a + 1)} for a in range(1, 7)]
+    warm = []
+    for row in rows:
+        call = f"<tool>calc: {row['prompt'][:-1]}</tool>"
+        warm.append({"prompt": row["prompt"], "completion": call})
+        after = f"{row['prompt']}{call}\n<result>\n{row['answer']}\n</result>\n"
+        warm.append({"prompt": after, "completion": f"Answer: {row['answer']}"})
+    for name, lines in (("rows.jsonl", rows), ("warm.jsonl", warm)):
+        (folder / name).write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+@pytest.mark.slow  # a 60-step warm start, then 2 steps: ~45 s of CPU, 4 min wall on the shared machine (load 8)
+def test_cli_run_calls_the_calculator_then_answers(tmp_path, test_cache):
+    """`python -m rlx env=tool_math data=jsonl` on the embedded model, warm-started on the two turns (the model
+    knows the syntax; nothing in the prompt teaches it): episodes call calc, get its result, answer."""
+    write_task(tmp_path)
+    rows = tmp_path / "rows.jsonl"
+    data = [f"data.train_file={rows}", f"data.val_file={rows}", f"data.warm_start_file={tmp_path / 'warm.jsonl'}"]
+    warm = ["model.warm_start.steps=60", "model.warm_start.warmup_steps=5", "model.warm_start.corpus_size=500"]
+    steps = ["trainer.max_steps=2", "algo.prompts_per_step=2", "algo.group_size=2", "algo.temperature=0.3"]
+    run = tmp_path / "run"
+    argv = ["-m", "rlx", f"hydra.run.dir={run}", "env=tool_math", "data=jsonl", "data.max_new_tokens=24"]
+    warm.append("model.warm_start.max_attempts=1")
+    harness.run_cli([*argv, *data, *warm, *steps, "samples_every=1"], REPO, test_cache, check=True)
+    episodes = [json.loads(line)["episode"] for line in (run / "samples.jsonl").read_text().splitlines()]
+    assert len(episodes) == 8
+    for episode in episodes:
+        turns, observations = episode["turns"], episode["observations"]
+        assert 1 <= len(turns) <= 4 and len(observations) == len(turns) - 1
+        assert all(t["reward"] == 0.0 and t["status"] == "FAIL" for t in turns[:-1])  # tool calls: no answer yet
+        assert all(o.startswith("\n<result>\n") and o.endswith("\n</result>\n") for o in observations)
+    called = [e for e in episodes if e["turns"][0]["text"].startswith("<tool>calc:")]
+    assert called and all(e["turns"][0]["text"].endswith("</tool>") for e in called)  # the stop string ends it
+    with (run / "metrics.csv").open() as handle:
+        metrics = [r for r in csv.DictReader(handle) if r.get("reward/mean")]
+    assert len(metrics) == 2 and max(float(r["rollout/obs_token_frac"]) for r in metrics) > 0.0
