@@ -63,7 +63,7 @@ def render(text: str, role: str | None, cap: int) -> Observation:
 
 
 @dataclass
-class Episode:
+class EpisodeState:
     """One episode's state: its row and the model turns taken so far."""
 
     row: dict
@@ -73,6 +73,8 @@ class Episode:
 class FeedbackEnv:
     """Score each turn with `reward`; a PASS (or an INFRA verdict) ends the episode, anything else comes back
     as `describe(verdict, row)`. Subclasses write `describe` (and may widen `done`)."""
+
+    stop: tuple[str, ...] = ()  # a turn ends at eos (or max_new_tokens): the reward reads the whole completion
 
     def __init__(self, reward: Reward, max_turns: int, max_observation_chars: int, observation_role: str | None):
         check_common(max_turns, max_observation_chars, observation_role)
@@ -85,8 +87,8 @@ class FeedbackEnv:
     def required_fields(self) -> tuple[str, ...]:
         return tuple(self.reward.required_fields)
 
-    def reset(self, rows: list[dict]) -> list[Episode]:
-        return [Episode(row) for row in rows]
+    def reset(self, rows: list[dict]) -> list[EpisodeState]:
+        return [EpisodeState(row) for row in rows]
 
     def done(self, verdict: Verdict) -> bool:
         return verdict.status in (Status.PASS, Status.INFRA)

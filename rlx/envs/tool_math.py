@@ -28,7 +28,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from rlx.envs.feedback import Episode, check_common, clip, render
+from rlx.envs.feedback import EpisodeState, check_common, clip, render
 from rlx.envs.protocol import Turn
 from rlx.rewards.base import Reward, Status, Verdict
 from rlx.rewards.code.reward import HARNESS, MODULES
@@ -190,8 +190,8 @@ class ToolMathEnv:
     def required_fields(self) -> tuple[str, ...]:
         return tuple(self.reward.required_fields)
 
-    def reset(self, rows: list[dict]) -> list[Episode]:
-        return [Episode(row) for row in rows]
+    def reset(self, rows: list[dict]) -> list[EpisodeState]:
+        return [EpisodeState(row) for row in rows]
 
     def _python(self, session: Session, index: int) -> dict:
         request = {"op": "load", "code_from": "completion", "names": [], "classes": [], "execute": False}
