@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 
 from rlx.envs.feedback import FeedbackEnv, clip, one_line
+from rlx.errors import ConfigError
 from rlx.rewards.base import Reward, Verdict
 from rlx.rewards.code.reward import CodeTestsReward
 
@@ -67,9 +68,9 @@ class CodeRepairEnv(FeedbackEnv):
         """reward: the run's reward=unit_tests (passed by rlx.train: conf/env/code_repair.yaml is `_partial_: true`)."""
         super().__init__(reward, max_turns, max_observation_chars, observation_role)
         if not (isinstance(max_failures, int) and max_failures >= 1):
-            raise ValueError(f"env.max_failures must be an int >= 1 (got {max_failures!r}): the failing tests shown")
+            raise ConfigError(f"env.max_failures must be an int >= 1 (got {max_failures!r}): the failing tests shown")
         if not isinstance(reward, CodeTestsReward):
-            raise ValueError(
+            raise ConfigError(
                 f"env=code_repair scores with reward=unit_tests (got {type(reward).__name__}): set reward=unit_tests"
             )
         self.unit_tests = reward

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rlx.envs.protocol import Observation, Turn
+from rlx.errors import ConfigError
 from rlx.rewards.base import Reward, Status, Verdict
 
 ROLES = (None, "user", "tool")
@@ -30,14 +31,14 @@ MIN_OBSERVATION_CHARS = 64  # below this, not even one failing test's line fits
 def check_common(max_turns: int, max_observation_chars: int, observation_role: str | None) -> None:
     """The keys every built-in env yaml carries, checked with the key named and the fix."""
     if not (isinstance(max_turns, int) and max_turns >= 1):
-        raise ValueError(f"env.max_turns must be an int >= 1 (got {max_turns!r}); 1 is a single-turn episode")
+        raise ConfigError(f"env.max_turns must be an int >= 1 (got {max_turns!r}); 1 is a single-turn episode")
     if not (isinstance(max_observation_chars, int) and max_observation_chars >= MIN_OBSERVATION_CHARS):
-        raise ValueError(
+        raise ConfigError(
             f"env.max_observation_chars must be an int >= {MIN_OBSERVATION_CHARS} (got {max_observation_chars!r}): "
             "below that no failure can be shown"
         )
     if observation_role not in ROLES:
-        raise ValueError(
+        raise ConfigError(
             f"env.observation_role must be null (text appended to the model's turn: base models), 'user' or "
             f"'tool' (a chat message: chat models) (got {observation_role!r})"
         )

@@ -19,6 +19,7 @@ On a GPU, with `refine_correct: true`, a correct kernel's speedup comes back and
 from __future__ import annotations
 
 from rlx.envs.feedback import FeedbackEnv, one_line
+from rlx.errors import ConfigError
 from rlx.rewards.base import Reward, Status, Verdict
 from rlx.rewards.triton.reward import TritonReward
 
@@ -45,7 +46,7 @@ class KernelRefineEnv(FeedbackEnv):
         """reward: the run's reward=triton (passed by rlx.train: conf/env/kernel_refine.yaml is `_partial_: true`)."""
         super().__init__(reward, max_turns, max_observation_chars, observation_role)
         if not isinstance(reward, TritonReward):
-            raise ValueError(
+            raise ConfigError(
                 f"env=kernel_refine scores with reward=triton (got {type(reward).__name__}): set reward=triton"
             )
         self.refine_correct: bool = refine_correct

@@ -22,6 +22,7 @@ unknown tool, a syntax error, a loop, an exception, a flood of output) is an err
 from __future__ import annotations
 
 import ast
+import dataclasses
 import math
 import operator
 import re
@@ -30,6 +31,7 @@ from typing import Any
 
 from rlx.envs.feedback import EpisodeState, check_common, clip, render
 from rlx.envs.protocol import Turn
+from rlx.errors import ConfigError
 from rlx.rewards.base import Reward, Status, Verdict
 from rlx.rewards.code.reward import HARNESS, MODULES
 from rlx.rewards.sandbox.session import Failure, Limits, Sandbox, Session
@@ -175,15 +177,19 @@ class ToolMathEnv:
         check_common(max_turns, max_observation_chars, observation_role)
         unknown = [t for t in tools if t not in TOOLS]
         if unknown or not tools:
-            raise ValueError(f"env.tools must be a non-empty list from {list(TOOLS)} (got {list(tools)})")
+            raise ConfigError(f"env.tools must be a non-empty list from {list(TOOLS)} (got {list(tools)})")
         self.reward, self.max_turns, self.tools = reward, max_turns, tuple(tools)
         self.max_observation_chars, self.observation_role = max_observation_chars, observation_role
         self.timeout_s = float(python["timeout_s"])
         if not self.timeout_s > 0:
-            raise ValueError(f"env.python.timeout_s must be > 0 (got {python['timeout_s']!r})")
+            raise ConfigError(f"env.python.timeout_s must be > 0 (got {python['timeout_s']!r})")
         self.sandbox: Sandbox | None = None
         if "python" in self.tools:  # refuses to start (SandboxUnavailable, one line) where no jail can be built
-            limits = Limits(**python["limits"])
+            try:
+                limits = Limits(**python["limits"])
+            except TypeError as err:
+                fields = ", ".join(f.name for f in dataclasses.fields(Limits))
+                raise ConfigError(f"env.python.limits: {err} (its keys: {fields})") from None
             self.sandbox = Sandbox(HARNESS, python["workers"], limits, modules=MODULES, base_uid=python["base_uid"])
 
     @property

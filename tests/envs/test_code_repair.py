@@ -12,8 +12,10 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
 from rlx.data.programs import ProgramsTask
+from rlx.envs.build import build_env
 from rlx.envs.code_repair import CodeRepairEnv, called
 from rlx.envs.protocol import Environment
+from rlx.errors import ConfigError
 from rlx.rewards.base import Status
 from tests import conftest as harness
 from tests.conftest import CONF, FAST_MODEL, REPO
@@ -23,14 +25,14 @@ BASE_UID = 63000 + RUN_UID_OFFSET
 
 
 def build(**env_overrides):
-    """conf/env/code_repair.yaml built as rlx.train builds it: the `_partial_` env given the run's reward (here
-    conf/reward/unit_tests.yaml's)."""
+    """conf/env/code_repair.yaml built as rlx.train builds it (rlx.envs.build: the `_partial_` env given the
+    run's reward, here conf/reward/unit_tests.yaml's)."""
     env, reward = (OmegaConf.load(CONF / group) for group in ("env/code_repair.yaml", "reward/unit_tests.yaml"))
     env.pop("defaults"), reward.pop("defaults")
     reward.base_uid = BASE_UID
     built = instantiate(reward)
     try:
-        return instantiate(OmegaConf.merge(env, env_overrides))(reward=built)
+        return build_env(OmegaConf.create({"env": OmegaConf.merge(env, env_overrides)}), built)[0]
     except BaseException:
         built.close()
         raise
@@ -172,8 +174,8 @@ def test_bad_keys_name_the_key_and_the_fix(override, message):
     """Checked before the env uses its reward: reward=math (no sandbox) reaches each check, the last refuses it."""
     env, reward = (OmegaConf.load(CONF / group) for group in ("env/code_repair.yaml", "reward/math.yaml"))
     env.pop("defaults")
-    with pytest.raises(ValueError, match=message):
-        instantiate(OmegaConf.merge(env, override))(reward=instantiate(reward))
+    with pytest.raises(ConfigError, match=message):
+        build_env(OmegaConf.create({"env": OmegaConf.merge(env, override)}), instantiate(reward))
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,9 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
 from rlx.data.kernels.generator import IMPORTS, generate
+from rlx.envs.build import build_env
 from rlx.envs.protocol import Environment
+from rlx.errors import ConfigError
 from rlx.rewards.base import Status
 from tests import conftest as harness
 from tests.conftest import CONF, FAST_MODEL, REPO
@@ -40,7 +42,7 @@ def build(**env_overrides):
     reward.limits.merge_with({"wall_s": 8.0, "cpu_s": 6})
     built = instantiate(reward)
     try:
-        return instantiate(OmegaConf.merge(env, env_overrides))(reward=built)
+        return build_env(OmegaConf.create({"env": OmegaConf.merge(env, env_overrides)}), built)[0]
     except BaseException:
         built.close()
         raise
@@ -132,8 +134,8 @@ def test_refine_correct_false_ends_at_the_first_correct_kernel():
 def test_bad_keys_name_the_key_and_the_fix(override, message):
     env, reward = (OmegaConf.load(CONF / group) for group in ("env/kernel_refine.yaml", "reward/math.yaml"))
     env.pop("defaults")
-    with pytest.raises(ValueError, match=message):
-        instantiate(OmegaConf.merge(env, override))(reward=instantiate(reward))
+    with pytest.raises(ConfigError, match=message):
+        build_env(OmegaConf.create({"env": OmegaConf.merge(env, override)}), instantiate(reward))
 
 
 @pytest.mark.slow  # the kernels' warm start and TRITON_INTERPRET: minutes on the shared 2-core machine

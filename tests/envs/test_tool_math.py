@@ -11,8 +11,10 @@ import pytest
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
+from rlx.envs.build import build_env
 from rlx.envs.protocol import Environment
 from rlx.envs.tool_math import ToolMathEnv, calculate, tool_call
+from rlx.errors import ConfigError
 from rlx.rewards.base import Status
 from tests import conftest as harness
 from tests.conftest import CONF, REPO
@@ -34,7 +36,7 @@ def build(**env_overrides):
     env.python.base_uid = BASE_UID
     built = instantiate(reward)
     built.bind(ExtractingTask())
-    return instantiate(OmegaConf.merge(env, env_overrides))(reward=built)
+    return build_env(OmegaConf.create({"env": OmegaConf.merge(env, env_overrides)}), built)[0]
 
 
 @pytest.fixture(scope="module")
@@ -179,13 +181,14 @@ def test_text_results_keep_their_closing_tag():
         ({"tools": []}, "env.tools must be a non-empty list"),
         ({"python": {"timeout_s": 0}}, "env.python.timeout_s must be > 0"),
         ({"observation_role": "system"}, "env.observation_role must be null"),
+        ({"python": {"limits": {"wall": 3}}}, "env.python.limits: .*'wall' \\(its keys: wall_s, cpu_s"),
     ],
 )
 def test_bad_keys_name_the_key_and_the_fix(override, message):
     env, reward = (OmegaConf.load(CONF / group) for group in ("env/tool_math.yaml", "reward/math.yaml"))
     env.pop("defaults")
-    with pytest.raises(ValueError, match=message):
-        instantiate(OmegaConf.merge(env, override))(reward=instantiate(reward))
+    with pytest.raises(ConfigError, match=message):
+        build_env(OmegaConf.create({"env": OmegaConf.merge(env, override)}), instantiate(reward))
 
 
 def test_class_is_the_yaml_target():
