@@ -102,7 +102,8 @@ class CodeRepairEnv(FeedbackEnv):
             return f"{what} {verb} {one_line(test['got'], VALUE_CHARS)}"
         return f"{what} failed"
 
-    def describe(self, verdict: Verdict, row: dict) -> str:
+    def describe(self, verdict: Verdict, row: dict, completion: str) -> str:
+        """What the tests said (reward=unit_tests ran the code: the completion itself adds nothing)."""
         details = verdict.details
         tests = details.get("tests")
         lines: list[str] = []

@@ -73,7 +73,7 @@ class EpisodeState:
 
 class FeedbackEnv:
     """Score each turn with `reward`; a PASS (or an INFRA verdict) ends the episode, anything else comes back
-    as `describe(verdict, row)`. Subclasses write `describe` (and may widen `done`)."""
+    as `describe(verdict, row, completion)`. Subclasses write `describe` (and may widen `done`)."""
 
     stop: tuple[str, ...] = ()  # a turn ends at eos (or max_new_tokens): the reward reads the whole completion
 
@@ -94,18 +94,18 @@ class FeedbackEnv:
     def done(self, verdict: Verdict) -> bool:
         return verdict.status in (Status.PASS, Status.INFRA)
 
-    def describe(self, verdict: Verdict, row: dict) -> str:
+    def describe(self, verdict: Verdict, row: dict, completion: str) -> str:
         raise NotImplementedError
 
     def step(self, states: list[Any], completions: list[str]) -> list[Turn]:
         verdicts = self.reward(completions, [s.row for s in states])
         turns = []
-        for state, verdict in zip(states, verdicts, strict=True):
+        for state, verdict, completion in zip(states, verdicts, completions, strict=True):
             state.turns += 1
             if self.done(verdict):
                 turns.append(Turn(verdict, True))
                 continue
-            text = self.describe(verdict, state.row)
+            text = self.describe(verdict, state.row, completion)
             turns.append(Turn(verdict, False, render(text, self.observation_role, self.max_observation_chars)))
         return turns
 

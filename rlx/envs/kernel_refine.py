@@ -18,12 +18,30 @@ On a GPU, with `refine_correct: true`, a correct kernel's speedup comes back and
 
 from __future__ import annotations
 
+import ast
+
 from rlx.envs.feedback import FeedbackEnv, one_line
 from rlx.errors import ConfigError
 from rlx.rewards.base import Reward, Status, Verdict
 from rlx.rewards.triton.reward import TritonReward
+from rlx.rewards.unit_tests import extract_code
 
 LINE = 200  # an error, a reason or a refused call, per line
+
+
+def syntax_error(completion: str) -> str:
+    """Python's complaint about the code reward=triton would run (the completion's last fenced block, else all of
+    it), as the compiler says it, with the line in the model's own code; parsing only, nothing runs (the reward's
+    static check parses it in this process too)."""
+    code = extract_code(completion)
+    try:
+        compile(code, "<kernel>", "exec", flags=ast.PyCF_ONLY_AST)
+    except SyntaxError as err:
+        where = f" (line {err.lineno})" if err.lineno else ""
+        return f"SyntaxError: {one_line(err.msg, LINE)}{where}"
+    except (ValueError, RecursionError, MemoryError) as err:  # NUL bytes; nesting the parser gives up on
+        return f"{type(err).__name__}: {one_line(err, LINE)}"
+    return ""
 
 
 def speedup_of(verdict: Verdict) -> float | None:
@@ -59,7 +77,7 @@ class KernelRefineEnv(FeedbackEnv):
             return not (self.refine_correct and speedup_of(verdict) is not None)
         return verdict.status == Status.INFRA
 
-    def describe(self, verdict: Verdict, row: dict) -> str:
+    def describe(self, verdict: Verdict, row: dict, completion: str) -> str:
         details, status = verdict.details, verdict.status
         found = details.get("checks")
         checks: dict = found if isinstance(found, dict) else {}
@@ -67,7 +85,7 @@ class KernelRefineEnv(FeedbackEnv):
             faster = f"{speedup_of(verdict):.2f}x the speed of the PyTorch reference"
             return f"\nCorrect: {faster}.\n{self.speed_instruction}\n"
         if status == Status.FORMAT and not checks.get("parses", True):
-            lines = ["The code does not parse."]
+            lines = [f"The code does not parse: {syntax_error(completion) or 'not Python'}."]
         elif status == Status.FORMAT and not checks.get("defines_model_new", True):
             lines = ["The code defines no class ModelNew."]
         elif status == Status.FAIL:

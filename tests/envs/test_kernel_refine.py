@@ -69,7 +69,7 @@ def test_wrong_kernel_then_its_fix(env):
     ]
     # relu(x) vs max(x, 1): every x <= 1 is off by 1 - max(x, 0) (at most 1, at x <= 0), both trials
     assert first[0].observation == "\nWrong output on 2 trial(s): max abs error 1 > tolerance 0.0001\nFix the kernel.\n"
-    assert first[1].observation == "\nThe code does not parse.\nFix the kernel.\n"
+    assert first[1].observation == "\nThe code does not parse: SyntaxError: invalid syntax (line 1).\nFix the kernel.\n"
     second = env.step(states, [RIGHT, RIGHT])
     # correct + plan_weight * plan = 1 + 0.5 * 1; on CPU the episode ends: there is no speed to improve on
     assert [(t.verdict.status, t.verdict.reward, t.done, t.observation) for t in second] == [
@@ -86,6 +86,11 @@ HOSTILE = {
     "no_kernel": (NO_KERNEL, Status.VIOLATION, "no @triton.jit"),
     "no_model_new": ("x = 1\n", Status.FORMAT, "The code defines no class ModelNew."),
     "hangs": (RIGHT.replace("y=torch.empty_like(x)", "y=torch.empty_like(x)\n  while True: pass"), Status.TIMEOUT, ""),
+    "unclosed_in_fence": (
+        "Here is the kernel:\n```python\nimport torch\nx = (\n```\n",
+        Status.FORMAT,
+        "The code does not parse: SyntaxError: '(' was never closed (line 2).",  # line 2 of the fenced code
+    ),
     "garbage": ("\x00" * 3000 + "<|endoftext|>" * 500, Status.FORMAT, "does not parse"),
 }
 
@@ -104,7 +109,7 @@ def test_a_gpu_speedup_comes_back_and_the_episode_goes_on(env):
     on_gpu = dataclasses.replace(turn.verdict, details={**turn.verdict.details, "speedup": 1.25})
     assert env.done(turn.verdict) is True  # CPU: nothing to improve against
     assert env.done(on_gpu) is False
-    assert env.describe(on_gpu, ROW) == "\nCorrect: 1.25x the speed of the PyTorch reference.\nMake it faster.\n"
+    assert env.describe(on_gpu, ROW, RIGHT) == "\nCorrect: 1.25x the speed of the PyTorch reference.\nMake it faster.\n"
     infra = dataclasses.replace(turn.verdict, status=Status.INFRA, details={"reason": "reference run failed"})
     assert env.done(infra) is True  # the scorer's failure: nothing to show the model
 
