@@ -80,13 +80,10 @@ class FeedbackEnv:
     def __init__(self, reward: Reward, max_turns: int, max_observation_chars: int, observation_role: str | None):
         check_common(max_turns, max_observation_chars, observation_role)
         self.reward = reward
+        self.required_fields: tuple[str, ...] = tuple(reward.required_fields)  # the rows the reward reads
         self.max_turns: int = max_turns
         self.max_observation_chars: int = max_observation_chars
         self.observation_role: str | None = observation_role
-
-    @property
-    def required_fields(self) -> tuple[str, ...]:
-        return tuple(self.reward.required_fields)
 
     def reset(self, rows: list[dict]) -> list[EpisodeState]:
         return [EpisodeState(row) for row in rows]

@@ -179,6 +179,7 @@ class ToolMathEnv:
         if unknown or not tools:
             raise ConfigError(f"env.tools must be a non-empty list from {list(TOOLS)} (got {list(tools)})")
         self.reward, self.max_turns, self.tools = reward, max_turns, tuple(tools)
+        self.required_fields: tuple[str, ...] = tuple(reward.required_fields)  # the rows reward=math reads
         self.max_observation_chars, self.observation_role = max_observation_chars, observation_role
         self.timeout_s = float(python["timeout_s"])
         if not self.timeout_s > 0:
@@ -191,10 +192,6 @@ class ToolMathEnv:
                 fields = ", ".join(f.name for f in dataclasses.fields(Limits))
                 raise ConfigError(f"env.python.limits: {err} (its keys: {fields})") from None
             self.sandbox = Sandbox(HARNESS, python["workers"], limits, modules=MODULES, base_uid=python["base_uid"])
-
-    @property
-    def required_fields(self) -> tuple[str, ...]:
-        return tuple(self.reward.required_fields)
 
     def reset(self, rows: list[dict]) -> list[EpisodeState]:
         return [EpisodeState(row) for row in rows]
