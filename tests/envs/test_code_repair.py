@@ -17,11 +17,13 @@ from rlx.envs.code_repair import CodeRepairEnv, called
 from rlx.envs.protocol import Environment
 from rlx.errors import ConfigError
 from rlx.rewards.base import Status
+from rlx.rollout.engine import RolloutEngine
 from tests import conftest as harness
 from tests.conftest import CONF, FAST_MODEL, REPO
 from tests.rewards.sandbox_helpers import RUN_UID_OFFSET
 
 BASE_UID = 63000 + RUN_UID_OFFSET
+ENGINE = RolloutEngine(compile=False, overlap_scoring=True, reuse_logprobs=True)  # synchronous: max_staleness 0
 
 
 def build(**env_overrides):
@@ -32,7 +34,7 @@ def build(**env_overrides):
     reward.base_uid = BASE_UID
     built = instantiate(reward)
     try:
-        return build_env(OmegaConf.create({"env": OmegaConf.merge(env, env_overrides)}), built)[0]
+        return build_env(OmegaConf.create({"env": OmegaConf.merge(env, env_overrides)}), built, ENGINE)[0]
     except BaseException:
         built.close()
         raise
@@ -175,7 +177,7 @@ def test_bad_keys_name_the_key_and_the_fix(override, message):
     env, reward = (OmegaConf.load(CONF / group) for group in ("env/code_repair.yaml", "reward/math.yaml"))
     env.pop("defaults")
     with pytest.raises(ConfigError, match=message):
-        build_env(OmegaConf.create({"env": OmegaConf.merge(env, override)}), instantiate(reward))
+        build_env(OmegaConf.create({"env": OmegaConf.merge(env, override)}), instantiate(reward), ENGINE)
 
 
 @pytest.mark.parametrize(

@@ -18,11 +18,13 @@ from rlx.envs.build import build_env
 from rlx.envs.protocol import Environment
 from rlx.errors import ConfigError
 from rlx.rewards.base import Status
+from rlx.rollout.engine import RolloutEngine
 from tests import conftest as harness
 from tests.conftest import CONF, FAST_MODEL, REPO
 from tests.rewards.sandbox_helpers import RUN_UID_OFFSET
 
 BASE_UID = 63200 + RUN_UID_OFFSET
+ENGINE = RolloutEngine(compile=False, overlap_scoring=True, reuse_logprobs=True)  # synchronous: max_staleness 0
 PROBLEM = next(p for p in generate([(16, 48)], ["float32"], ["relu"], [], [], fused=False))  # relu 16x48 f32
 ROW = {"prompt": f"# {PROBLEM.name}\n", "source": PROBLEM.source, "plan": PROBLEM.plan, "preamble": IMPORTS}
 RIGHT = PROBLEM.solution
@@ -42,7 +44,7 @@ def build(**env_overrides):
     reward.limits.merge_with({"wall_s": 8.0, "cpu_s": 6})
     built = instantiate(reward)
     try:
-        return build_env(OmegaConf.create({"env": OmegaConf.merge(env, env_overrides)}), built)[0]
+        return build_env(OmegaConf.create({"env": OmegaConf.merge(env, env_overrides)}), built, ENGINE)[0]
     except BaseException:
         built.close()
         raise
@@ -140,7 +142,7 @@ def test_bad_keys_name_the_key_and_the_fix(override, message):
     env, reward = (OmegaConf.load(CONF / group) for group in ("env/kernel_refine.yaml", "reward/math.yaml"))
     env.pop("defaults")
     with pytest.raises(ConfigError, match=message):
-        build_env(OmegaConf.create({"env": OmegaConf.merge(env, override)}), instantiate(reward))
+        build_env(OmegaConf.create({"env": OmegaConf.merge(env, override)}), instantiate(reward), ENGINE)
 
 
 @pytest.mark.slow  # the kernels' warm start and TRITON_INTERPRET: minutes on the shared 2-core machine

@@ -16,11 +16,13 @@ from rlx.envs.protocol import Environment
 from rlx.envs.tool_math import ToolMathEnv, calculate, tool_call
 from rlx.errors import ConfigError
 from rlx.rewards.base import Status
+from rlx.rollout.engine import RolloutEngine
 from tests import conftest as harness
 from tests.conftest import CONF, REPO
 from tests.rewards.sandbox_helpers import RUN_UID_OFFSET
 
 BASE_UID = 63400 + RUN_UID_OFFSET
+ENGINE = RolloutEngine(compile=False, overlap_scoring=True, reuse_logprobs=True)  # synchronous: max_staleness 0
 ROW = {"prompt": "What is 2*(3+4)**2 + sum(range(101))?", "answer": "5148"}  # 98 + 5050
 
 
@@ -36,7 +38,7 @@ def build(**env_overrides):
     env.python.base_uid = BASE_UID
     built = instantiate(reward)
     built.bind(ExtractingTask())
-    return build_env(OmegaConf.create({"env": OmegaConf.merge(env, env_overrides)}), built)[0]
+    return build_env(OmegaConf.create({"env": OmegaConf.merge(env, env_overrides)}), built, ENGINE)[0]
 
 
 @pytest.fixture(scope="module")
@@ -188,7 +190,7 @@ def test_bad_keys_name_the_key_and_the_fix(override, message):
     env, reward = (OmegaConf.load(CONF / group) for group in ("env/tool_math.yaml", "reward/math.yaml"))
     env.pop("defaults")
     with pytest.raises(ConfigError, match=message):
-        build_env(OmegaConf.create({"env": OmegaConf.merge(env, override)}), instantiate(reward))
+        build_env(OmegaConf.create({"env": OmegaConf.merge(env, override)}), instantiate(reward), ENGINE)
 
 
 def test_class_is_the_yaml_target():
