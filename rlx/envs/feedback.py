@@ -56,6 +56,11 @@ def one_line(value: object, cap: int) -> str:
     return clip("".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text), cap)
 
 
+def printable(text: str) -> str:
+    """Text a program printed, its lines kept and every other unprintable character escaped (\\x00, \\x1b)."""
+    return "".join(c if c.isprintable() or c in "\n\t" else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
 def render(text: str, role: str | None, cap: int) -> Observation:
     """The observation as sent: text bounded by `cap`, raw or as one chat message of `role`."""
     if role is None:

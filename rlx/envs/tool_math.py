@@ -29,8 +29,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from rlx.envs.feedback import EpisodeState, check_common, clip, render
-from rlx.envs.protocol import Turn
+from rlx.envs.feedback import EpisodeState, check_common, clip, printable, render
+from rlx.envs.protocol import Observation, Turn
 from rlx.errors import ConfigError
 from rlx.rewards.base import Reward, Status, Verdict
 from rlx.rewards.code.reward import HARNESS, MODULES
@@ -214,7 +214,7 @@ class ToolMathEnv:
                 why = {Status.TIMEOUT: f"it ran past {self.timeout_s:g} s"}.get(outcome.status, outcome.reason)
                 results.append(f"Error: the program was stopped ({outcome.status.value}): {why}")
             else:
-                stdout = str(outcome.get("stdout", ""))
+                stdout = printable(str(outcome.get("stdout", ""))[: self.max_observation_chars + 1])
                 results.append(stdout.rstrip("\n") or "(no output: print the value you need)")
         return results
 
@@ -235,8 +235,10 @@ class ToolMathEnv:
         pending = [i for i, result in results.items() if result is None]  # python calls: one batch
         results |= dict(zip(pending, self._run_python([calls[i][1] for i in pending]), strict=True))
         answered = [i for i in range(len(states)) if i not in calls]
-        verdicts = self.reward([completions[i] for i in answered], [states[i].row for i in answered])
-        final = dict(zip(answered, verdicts, strict=True))
+        final = {}  # the answers, scored together
+        if answered:
+            verdicts = self.reward([completions[i] for i in answered], [states[i].row for i in answered])
+            final = dict(zip(answered, verdicts, strict=True))
         turns = []
         for i, state in enumerate(states):
             state.turns += 1
@@ -249,7 +251,7 @@ class ToolMathEnv:
             turns.append(Turn(verdict, False, self._observation(result)))
         return turns
 
-    def _observation(self, result: str):
+    def _observation(self, result: str) -> Observation:
         """The result in its tags (text) or as the message's content, the whole within max_observation_chars."""
         if self.observation_role is not None:
             return render(result, self.observation_role, self.max_observation_chars)

@@ -138,6 +138,7 @@ HOSTILE = {
     "raises": ("<tool>python: 1/0</tool>", "ZeroDivisionError: division by zero"),
     "syntax": ("<tool>python: def (</tool>", "SyntaxError"),
     "silent": ("<tool>python: x = 5</tool>", "(no output: print the value you need)"),
+    "control_characters": ("<tool>python: print('a\\x00b\\x1b[2Jc')</tool>", "a\\x00b\\x1b[2Jc"),  # escaped
     "unknown_tool": ("<tool>shell: rm -rf /</tool>", "Error: unknown tool 'shell': call one of calc, python"),
     "calc_attack": ("<tool>calc: ().__class__.__bases__[0]</tool>", "is not arithmetic"),
 }
