@@ -47,7 +47,7 @@ def build_dataset(name: str, seed: int, size: int, config: dict):
     if name not in names:
         raise ConfigError(
             f"data.name={name!r} is not a reasoning-gym dataset; the {len(names)} registered are e.g. "
-            f"{', '.join(names[:8])}, ... (python -c 'import reasoning_gym; print(sorted(reasoning_gym.factory.DATASETS))')"
+            f"{', '.join(names[:8])}, ... (python -c 'import reasoning_gym as r; print(sorted(r.factory.DATASETS))')"
         )
     try:
         return rg.create_dataset(name, seed=seed, size=size, **config)

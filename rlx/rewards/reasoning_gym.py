@@ -22,6 +22,7 @@ import ast
 import inspect
 import logging
 import re
+import sys
 
 from rlx.errors import ConfigError
 from rlx.rewards.base import Status, Verdict
@@ -32,6 +33,8 @@ except ImportError:  # pragma: no cover - exercised where the extra is absent
     extract_answer = None
 
 log = logging.getLogger(__name__)
+INSTALL = 'pip install -c constraints/cpu.txt -e ".[reasoning-gym]"'
+INSTALL = 'pip install -c constraints/cpu.txt -e ".[reasoning-gym]"'
 EVALUATING = re.compile(r"\beval\(|\bsympify\b|\bparse_expr\b")
 PROBE = "rlx probe: not an answer"  # what no dataset's question asks for
 PROBE_ENTRIES = 8
@@ -76,9 +79,7 @@ class ReasoningGymReward:
 
     def __init__(self, partial_credit: bool) -> None:
         if extract_answer is None:
-            raise ConfigError(
-                'reward=reasoning_gym needs the reasoning-gym extra: pip install -c constraints/cpu.txt -e ".[reasoning-gym]"'
-            )
+            raise ConfigError(f"reward=reasoning_gym needs the reasoning-gym extra: {INSTALL}")
         self.partial_credit = partial_credit
         self.dataset = None
         self.guarded = False
@@ -93,7 +94,7 @@ class ReasoningGymReward:
                 "set data=reasoning_gym data.name=<dataset>"
             )
         self.dataset = dataset
-        self.guarded = bool(EVALUATING.search(inspect.getsource(inspect.getmodule(type(dataset)))))
+        self.guarded = bool(EVALUATING.search(inspect.getsource(sys.modules[type(dataset).__module__])))
         paid = [self._probe(row["entry"]) for row in task.val[:PROBE_ENTRIES]]
         self.floor = max(paid)
         if self.floor >= 1.0:
