@@ -34,8 +34,8 @@ def conversation(observation) -> list[dict]:
     return list(observation) if isinstance(observation, list) else [{"role": "user", "content": observation}]
 
 
-def drive(env: Environment, rows: list[dict], policy: Policy) -> list[list[Turn]]:
-    """Each row's episode as the list of its Turns."""
+def drive(env: Environment, rows: list[dict], policy: Policy, close: bool = True) -> list[list[Turn]]:
+    """Each row's episode as the list of its Turns (then `env.close()`, unless `close` is false)."""
     states = env.reset(rows)
     chats = [
         [{"role": "user", "content": r["prompt"]}] if isinstance(r["prompt"], str) else list(r["prompt"]) for r in rows
@@ -51,7 +51,8 @@ def drive(env: Environment, rows: list[dict], policy: Policy) -> list[list[Turn]
         live = [i for i, turn in zip(live, answers, strict=True) if not turn.done]
         if not live:
             break
-    env.close()
+    if close:
+        env.close()
     return turns
 
 
