@@ -45,7 +45,7 @@ class Session(Protocol):
 
 
 class InProcessSession:
-    def __init__(self, env_cls: type, env_kwargs: dict, action_cls: type) -> None:
+    def __init__(self, env_cls: Any, env_kwargs: dict, action_cls: Any) -> None:
         self.env, self.action_cls = env_cls(**env_kwargs), action_cls
 
     @staticmethod
@@ -90,7 +90,7 @@ class Episode:
     rewards: list[float] = field(default_factory=list)
 
 
-def action_class_of(env_cls: type, configured: str | None) -> type:
+def action_class_of(env_cls: Any, configured: str | None) -> Any:
     """The environment's Action class: `configured`, else the annotation of its step's `action` parameter."""
     if configured is not None:
         return get_object(configured.replace(":", "."))

@@ -34,7 +34,7 @@ from rlx.errors import ConfigError, RlxError
 try:  # optional dependency: websockets (the [openenv] extra)
     from websockets.sync.client import connect
 except ImportError:  # pragma: no cover - exercised where the extra is absent
-    connect = None
+    connect = None  # type: ignore[assignment]
 
 
 class WireError(RlxError):
