@@ -39,6 +39,7 @@ from rlx.distributed import (
     sharded,
     take,
 )
+from rlx.envs.protocol import Environment
 from rlx.errors import ConfigError
 from rlx.models.parts import Models
 from rlx.models.reference import FrozenReference
@@ -90,6 +91,8 @@ class Experience:
     reward: Reward
     sampler: PromptSampler
     rollout: Generator
+    env: Environment | None = None  # conf/env: the episode a prompt starts (None: the one-turn episode of `reward`)
+    max_context_tokens: int | None = None  # an episode whose next turn would not fit ends (env.max_context_tokens)
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,7 @@ class RLModule(LightningModule):
             )
         tokenizer, task, sampler = experience.tokenizer, experience.task, experience.sampler
         self.tokenizer, self.task, self.reward = tokenizer, task, experience.reward
+        self.env, self.max_context_tokens = experience.env, experience.max_context_tokens
         self.advantage, self.algo, self.sampler = advantage, algo, sampler
         self.advantage.bind(tokenizer)
         if sampler.size != len(task.train):
@@ -227,7 +231,7 @@ class RLModule(LightningModule):
 
     def collect(self, step: int) -> tuple[RolloutBatch, RolloutStats]:
         """The step's batch: generated here (max_staleness 0), or by the sampler process ahead of the update."""
-        rollout = Rollout(self.policy, self.tokenizer, self.rollout, self.reward)
+        rollout = Rollout(self.policy, self.tokenizer, self.rollout, self.reward, self.env, self.max_context_tokens)
         if self.ahead is not None:  # rollout.max_staleness > 0 (rlx.rollout.async_collect)
             return self.ahead.collect(step, rollout, self.sampler, self.task.train, self.rollout_config(), self.seed)
         self.sampler.begin_step(step)

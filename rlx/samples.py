@@ -1,5 +1,6 @@
 """samples.jsonl: a few of a step's completions, each with its prompt, score and the row fields the reward
-checked it against, for reading what the policy writes as it trains."""
+checked it against, for reading what the policy writes as it trains. A multi-turn episode's record also holds
+`episode`: each turn's text, reward and status, the observations between them and why it ended."""
 
 from __future__ import annotations
 
@@ -43,4 +44,6 @@ def append_samples(
                 "status": batch.statuses[i],
                 "rank": ranks[i],
             }
+            if batch.transcripts is not None:  # a multi-turn episode: each turn's text, reward and status
+                record["episode"] = batch.transcripts[i]
             out.write(json.dumps(record, default=str) + "\n")

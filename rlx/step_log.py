@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import torch
 
+from rlx.envs.trajectory import EpisodeEnd
 from rlx.rewards.base import Status
 from rlx.rollout.batch import RolloutBatch
 from rlx.rollout.collect import RolloutStats
@@ -61,4 +62,29 @@ def step_metrics(
         **losses,
         **length_by_outcome(mask.sum(-1), batch.statuses, valid),
         **batch_mismatch(batch),  # rollout/logprob_abs_diff_*, rollout/mismatch_*
+        **episode_metrics(batch),  # multi-turn environments: rollout/turns_mean, reward/turn_<k>_*, ...
     }
+
+
+def episode_metrics(batch: RolloutBatch) -> dict:
+    """A multi-turn environment's metrics (none from a one-turn one): turns per episode, the share of the
+    completion region's ids that are observations, each turn's mean reward and success rate over the valid
+    episodes that took it (k from 1; NaN when none did), and why episodes ended (rlx.envs.trajectory.EpisodeEnd)."""
+    if batch.turns is None or batch.turn_rewards is None or batch.turn_passed is None or batch.ends is None:
+        return {}
+    width = batch.response_width
+    region = batch.attention_mask[:, batch.attention_mask.shape[1] - width :].float()  # [N, T] ids after the prompt
+    observed = region - batch.response_mask.float()  # [N, T] 1 on inserted ids
+    out = {
+        "rollout/turns_mean": batch.turns.float().mean(),
+        "rollout/obs_token_frac": observed.sum() / region.sum().clamp(min=1),
+    }
+    for k in range(batch.turn_rewards.shape[1]):
+        took = batch.valid & (batch.turns > k)  # [N]
+        nan = torch.tensor(float("nan"))
+        out[f"reward/turn_{k + 1}_mean"] = batch.turn_rewards[took, k].mean() if took.any() else nan
+        out[f"reward/turn_{k + 1}_success"] = batch.turn_passed[took, k].float().mean() if took.any() else nan
+    n = max(1, len(batch.ends))
+    for end in EpisodeEnd:
+        out[f"rollout/episode_{end.value}_frac"] = sum(1 for e in batch.ends if e == end.value) / n
+    return out

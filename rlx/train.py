@@ -21,6 +21,7 @@ from rlx.cli.preflight import Inputs, build_inputs
 from rlx.data.task import context_window
 from rlx.distributed import World, env_is_rank_zero, quiet_other_ranks, replicas
 from rlx.distributed.checks import check_config, check_trainer
+from rlx.envs.build import build_env
 from rlx.errors import ConfigError, explain
 from rlx.inert import warn_inert
 from rlx.models.adapters import check_strategy
@@ -69,7 +70,9 @@ def build(cfg: DictConfig, inputs: Inputs | None = None) -> tuple[RLModule, pl.T
         samples_path=str(run_dir / "samples.jsonl"),
         held_out_path=str(run_dir / "heldout.jsonl"),
     )
-    experience = Experience(loaded.tokenizer, task, reward, sampler, rollout)
+    env, max_context = build_env(cfg, reward)  # conf/env: the episode (env=single: one turn of the reward)
+    max_context = max_context or context_window(loaded.policy.config)
+    experience = Experience(loaded.tokenizer, task, reward, sampler, rollout, env, max_context)
     module = RLModule(Models(policy, reference, critic), experience, algo, advantage, run, peft=peft)
     trainer = build_node(cfg, "trainer", logger=build_node(cfg, "logger"))
     check_trainer(trainer, algo, advantage, task)

@@ -17,7 +17,7 @@ from rlx.algos.token_select import TokenSelection
 
 
 def per_token_rewards(scores: Tensor, response_mask: Tensor, kl: Tensor | None, beta: float) -> Tensor:
-    """r_t = score · [t = last token of the completion] − β · KL_t, on completion tokens only.
+    """r_t = score · [t = last sampled token of the completion] − β · KL_t, on completion tokens only.
 
     The sequence's (shaped) score arrives at its last token; with the KL in the reward (kl.placement=reward),
     −β·KL(π_old ‖ π_ref) is added at every token (InstructGPT eq. 2, REINFORCE++ eq. 8). An empty completion
@@ -28,7 +28,10 @@ def per_token_rewards(scores: Tensor, response_mask: Tensor, kl: Tensor | None, 
     """
     mask = response_mask.to(scores.dtype)  # [N, T]
     lengths = response_mask.sum(-1)  # [N]
-    last = (lengths - 1).clamp(min=0)  # [N] index of each completion's last token
+    # index of each completion's last sampled token: its length − 1 when the completion is contiguous; in a
+    # multi-turn episode (observation ids between turns, response_mask 0) the last turn's last token
+    columns = torch.arange(mask.shape[1], device=mask.device)  # [T]
+    last = torch.where(response_mask.bool(), columns, 0).amax(-1) if mask.shape[1] else lengths  # [N]
     rewards = torch.zeros_like(mask)  # [N, T]
     rewards[torch.arange(len(last), device=last.device), last] = scores * (lengths > 0).to(scores.dtype)
     if kl is not None:

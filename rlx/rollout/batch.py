@@ -12,6 +12,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from rlx.envs.trajectory import Trajectory
+from rlx.rewards.base import Status
+
 
 @dataclass
 class RolloutBatch:
@@ -54,6 +57,15 @@ class RolloutBatch:
     # The policy version that sampled each row (rollout.max_staleness > 0: rlx.rollout.staleness); None: the
     # synchronous loop, where every row comes from the weights being updated.
     policy_version: Tensor | None = None  # [N] int
+    # Multi-turn episodes (rlx.envs.episodes; None from a one-turn environment): the completion region then
+    # holds every id after the prompt, the model's turns and the observations between them (attention 1,
+    # response_mask 0: context only, in no log-prob, loss, KL, entropy or count).
+    token_turn: Tensor | None = None  # [N, T] long: the model turn (0-based) of each sampled id, -1 elsewhere
+    turn_rewards: Tensor | None = None  # [N, K] float: each turn's reward (K = env.max_turns; 0 past `turns`)
+    turn_passed: Tensor | None = None  # [N, K] bool: the turn's verdict was PASS
+    turns: Tensor | None = None  # [N] long: model turns the episode took
+    ends: list[str] | None = None  # why each episode ended (EpisodeEnd values)
+    transcripts: list[dict] | None = None  # per episode: each turn's text, reward and status, the observations
 
     @property
     def response_width(self) -> int:
@@ -117,6 +129,12 @@ def concat(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
             sampling_temperature=b.sampling_temperature,
             sampler_logp=None if b.sampler_logp is None else pad(b.sampler_logp, 0, right, 0.0),
             policy_version=b.policy_version,
+            token_turn=None if b.token_turn is None else pad(b.token_turn, 0, right, -1),
+            turn_rewards=b.turn_rewards,
+            turn_passed=b.turn_passed,
+            turns=b.turns,
+            ends=b.ends,
+            transcripts=b.transcripts,
         )
         offset += int(b.group_index.max()) + 1 if len(b.group_index) else 0
         parts.append(rb)
@@ -137,7 +155,90 @@ def concat(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
         **reusable_logprobs(parts),
         sampler_logp=torch.cat(sampler) if len(sampler) == len(parts) else None,  # every part's, or none
         policy_version=torch.cat(versions) if len(versions) == len(parts) else None,
+        **episode_fields(parts),
     )
+
+
+def episode_fields(parts: list[RolloutBatch]) -> dict:
+    """The joined multi-turn fields when every part has them (a multi-turn environment's rounds), else none."""
+    if any(p.turns is None for p in parts):
+        return {}
+    out: dict[str, Any] = {}
+    for name in ("token_turn", "turn_rewards", "turn_passed", "turns"):
+        out[name] = torch.cat([getattr(p, name) for p in parts])
+    out["ends"] = [e for p in parts for e in p.ends or []]
+    out["transcripts"] = [t for p in parts for t in p.transcripts or []]
+    return out
+
+
+def from_trajectories(
+    trajectories: list[Trajectory], group_index: Tensor, prompt_index: Tensor, pad_id: int, max_turns: int, **engine
+) -> RolloutBatch:
+    """Episodes as a batch: each prompt left-padded to the widest, every id after it in the completion region
+    (padded after its last id). `engine`: sampling_logp / sampling_entropy / sampling_temperature / sampler_logp
+    as the rollout engine vouched for them (rlx.rollout.collect). Reward, status and components are the
+    episode's verdict's (episode-level credit); each turn's reward and success go to turn_rewards / turn_passed."""
+    n, device = len(trajectories), group_index.device
+    width_p = max(len(t.prompt_ids) for t in trajectories)
+    width_t = max(1, max(len(t.ids) for t in trajectories))
+    input_ids = torch.full((n, width_p + width_t), pad_id, dtype=torch.long)  # [N, P + T]
+    attention = torch.zeros(n, width_p + width_t, dtype=torch.long)  # [N, P + T]
+    response_mask = torch.zeros(n, width_t, dtype=torch.long)  # [N, T]
+    token_turn = torch.full((n, width_t), -1, dtype=torch.long)  # [N, T]
+    turn_rewards = torch.zeros(n, max_turns)  # [N, K]
+    turn_passed = torch.zeros(n, max_turns, dtype=torch.bool)  # [N, K]
+    for i, t in enumerate(trajectories):
+        p, m = len(t.prompt_ids), len(t.ids)
+        input_ids[i, width_p - p : width_p + m] = torch.tensor(t.prompt_ids + t.ids, dtype=torch.long)
+        attention[i, width_p - p : width_p + m] = 1
+        response_mask[i, :m] = torch.tensor(t.sampled, dtype=torch.long)
+        token_turn[i, :m] = torch.tensor(t.turn, dtype=torch.long)
+        turn_rewards[i, : t.turns] = torch.tensor([float(v.reward) for v in t.turn_verdicts])
+        turn_passed[i, : t.turns] = torch.tensor([v.status == Status.PASS for v in t.turn_verdicts])
+    names = sorted({k for t in trajectories for k in t.verdict.components})
+    return RolloutBatch(
+        input_ids=input_ids.to(device),
+        attention_mask=attention.to(device),
+        response_mask=response_mask.to(device),
+        group_index=group_index,
+        prompt_index=prompt_index,
+        rewards=torch.tensor([float(t.verdict.reward) for t in trajectories], device=device),
+        valid=torch.tensor([t.verdict.status != Status.INFRA for t in trajectories], device=device),
+        truncated=torch.tensor([t.truncated for t in trajectories], device=device),
+        completions=[t.texts[-1] if t.texts else "" for t in trajectories],
+        statuses=[t.verdict.status.value for t in trajectories],
+        components={
+            k: torch.tensor([float(t.verdict.components.get(k, 0.0)) for t in trajectories], device=device)
+            for k in names
+        },
+        token_turn=token_turn.to(device),
+        turn_rewards=turn_rewards.to(device),
+        turn_passed=turn_passed.to(device),
+        turns=torch.tensor([t.turns for t in trajectories], device=device),
+        ends=[t.end.value for t in trajectories],
+        transcripts=[transcript(t) for t in trajectories],
+        **engine,
+    )
+
+
+def transcript(t: Trajectory) -> dict:
+    """What samples.jsonl shows of an episode: each turn's text, reward and status, the observations."""
+    return {
+        "turns": [
+            {"text": text, "reward": float(v.reward), "status": v.status.value}
+            for text, v in zip(t.texts, t.turn_verdicts, strict=False)
+        ],
+        "observations": t.observations,
+        "end": t.end.value,
+    }
+
+
+def episode_logprobs(trajectories: list[Trajectory], width: int) -> Tensor:
+    """[N, T] the sampled ids' log-probs as the engine reported them (0 on inserted ids and padding)."""
+    out = torch.zeros(len(trajectories), width)  # [N, T]
+    for i, t in enumerate(trajectories):
+        out[i, : len(t.logprobs)] = torch.tensor(t.logprobs, dtype=torch.float32)
+    return out
 
 
 def reusable_logprobs(parts: list[RolloutBatch]) -> dict:

@@ -13,32 +13,54 @@ batch is the one a single call per chunk gives (for a reward that scores each co
 from __future__ import annotations
 
 import logging
-import math
-import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from rlx.distributed import World, sharded_round
+from rlx.envs.episodes import (
+    Episode,
+    Sampled,
+    TurnLimits,
+    after_turn,
+    cut_at_stop,
+    run_turns,
+    safe_reset,
+)
+from rlx.envs.protocol import Environment, Turn
+from rlx.envs.single import RewardEnv
 from rlx.rewards.base import Reward, Status, Verdict
-from rlx.rollout.batch import RolloutBatch, concat
+from rlx.rollout.batch import RolloutBatch, concat, episode_logprobs, from_trajectories
 from rlx.rollout.engine import Generation, GenerationRequest, Generator
+from rlx.rollout.scoring import Inline, Scoring, Stepper
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class Rollout:
-    """Who makes a step's experience: `engine` samples from `policy` (its `tokenizer` encodes and decodes),
-    `reward` scores."""
+    """Who makes a step's experience: `engine` samples from `policy` (its `tokenizer` encodes and decodes), the
+    episodes of `env` (conf/env; None: the one-turn episode of `reward`, env=single) score it.
+    `max_context_tokens`: an episode whose next turn would not fit ends (EpisodeEnd.CONTEXT); None: no cap
+    (rlx.train passes env.max_context_tokens, or the model's context)."""
 
     policy: Any
     tokenizer: Any
     engine: Generator
     reward: Reward
+    env: Environment | None = None
+    max_context_tokens: int | None = None
+
+    @property
+    def environment(self) -> Environment:
+        return self.env if self.env is not None else RewardEnv(self.reward)
+
+    def stop(self) -> tuple[str, ...]:
+        """The environment's stop strings: an optional attribute of an environment (none: eos ends a turn)."""
+        return tuple(getattr(self.environment, "stop", ()))
 
 
 @dataclass(frozen=True)
@@ -50,6 +72,7 @@ class RolloutConfig:
     max_new_tokens: int  # data.max_new_tokens
     temperature: float  # algo.temperature
     generation_batch_size: int | None  # algo.generation_batch_size: sequences per generation call (null: all)
+    greedy: bool = False  # argmax decoding (held-out episodes); else sampling at `temperature`
 
     def __post_init__(self) -> None:
         gbs = self.generation_batch_size
@@ -62,7 +85,9 @@ class RolloutConfig:
 
     def request(self, prompts: list[str]) -> GenerationRequest:
         """A generation call of these prompts: a group of completions each, sampled at the step's temperature."""
-        return GenerationRequest(prompts, self.max_new_tokens, self.temperature, greedy=False, repeats=self.group_size)
+        return GenerationRequest(
+            prompts, self.max_new_tokens, self.temperature, greedy=self.greedy, repeats=self.group_size
+        )
 
     def chunks(self, indices: list[int]) -> list[list[int]]:
         """The round's prompts, split so that each generation call holds ≤ generation_batch_size sequences."""
@@ -93,26 +118,12 @@ class Timer:
     chunks: int = 0
     engine: dict[str, float] = field(default_factory=dict)
 
-
-def score(reward: Reward, completions: list[str], rows: list[dict]) -> list[Verdict]:
-    """Run the reward; a scorer that raises or returns a non-finite number marks samples INFRA (excluded
-    from statistics and counted), never a silent 0 and never a crash of the trainer."""
-    try:
-        verdicts = reward(completions, rows)
-        if len(verdicts) != len(completions):
-            raise RuntimeError(f"reward returned {len(verdicts)} verdicts for {len(completions)} completions")
-    except Exception as err:  # the scorer itself broke: nothing here is the completion's fault
-        log.exception(
-            "reward %s failed on a batch; its %d samples are marked INFRA", type(reward).__name__, len(completions)
-        )
-        return [Verdict(0.0, Status.INFRA, details={"error": repr(err)}) for _ in completions]
-    out = []
-    for v in verdicts:
-        if v.reward is None or not math.isfinite(float(v.reward)):
-            log.warning("reward returned %r; marking the sample INFRA", v.reward)
-            v = Verdict(0.0, Status.INFRA, v.components, {**v.details, "error": f"non-finite reward {v.reward!r}"})
-        out.append(v)
-    return out
+    def record(self, gen: Generation, seconds: float) -> None:
+        """One generation call: its wall time and the engine's own metrics."""
+        self.generate += seconds
+        self.chunks += 1
+        for key, value in gen.metrics.items():
+            self.engine[key] = self.engine.get(key, 0.0) + value
 
 
 def to_batch(
@@ -143,17 +154,21 @@ def to_batch(
 def generate_and_score(
     rollout: Rollout, rows: list[dict], indices: list[int], config: RolloutConfig, timer: Timer | None = None
 ) -> RolloutBatch:
-    """One round: the prompts `indices`, G completions each, generated chunk by chunk; with
-    `engine.overlap_scoring` each chunk's completions are scored on a worker thread as the engine reports them
-    finished, and the rest once the chunk is generated, while the next chunk generates. Groups come back in the
-    order of `indices` (group i = rows i·G ..)."""
+    """One round of episodes: the prompts `indices`, G episodes each. Every episode's first turn is generated
+    chunk by chunk (one prefill per prompt); with `engine.overlap_scoring` (and no stop strings) each chunk's
+    first turns are stepped on a worker thread as the engine reports them finished, and the rest once the chunk
+    is generated, while the next chunk generates. A one-turn environment (env=single) ends there and its batch
+    is the generations' own layout. Episodes that go on take their later turns together (rlx.envs.episodes).
+    Groups come back in the order of `indices` (group i = rows i·G ..)."""
     timer = timer if timer is not None else Timer()
-    g = config.group_size
-    stream = rollout.engine.overlap_scoring
-    scored: list[tuple[Generation, list[int], Scoring]] = []
+    g, env, stop = config.group_size, rollout.environment, rollout.stop()
+    one_turn = env.max_turns == 1 and not stop
+    stream = rollout.engine.overlap_scoring and not stop  # with stop strings a text is final once cut
+    scored: list[tuple[Generation, list[int], Scoring, Any, list[Sampled]]] = []
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rlx-score") if stream else Inline() as pool:
         for chunk in config.chunks(list(indices)):
-            scoring = Scoring(rollout.reward, [rows[i] for i in chunk for _ in range(g)], pool)
+            states = safe_reset(env, [rows[i] for i in chunk for _ in range(g)])
+            scoring = Scoring(Stepper(env, states), len(chunk) * g, pool)
             start = time.perf_counter()
             gen = rollout.engine(
                 rollout.policy,
@@ -161,70 +176,82 @@ def generate_and_score(
                 config.request([rows[i]["prompt"] for i in chunk]),
                 on_finished=scoring.add if stream else None,
             )
-            timer.generate += time.perf_counter() - start
-            timer.chunks += 1
-            for key, value in gen.metrics.items():
-                timer.engine[key] = timer.engine.get(key, 0.0) + value
-            scoring.finish(gen.texts)
-            scored.append((gen, chunk, scoring))
-        verdicts = [scoring.verdicts(timer) for _, _, scoring in scored]
-    names = sorted({k for vs in verdicts for v in vs for k in v.components})
-    batches = [to_batch(gen, vs, chunk, g, names) for (gen, chunk, _), vs in zip(scored, verdicts, strict=True)]
-    return concat(batches, rollout.tokenizer.pad_token_id)
+            timer.record(gen, time.perf_counter() - start)
+            firsts = [] if one_turn else [cut_at_stop(rollout.tokenizer, t, stop) for t in sampled_rows(gen)]
+            scoring.finish(gen.texts if one_turn else [t[2] for t in firsts])
+            scored.append((gen, chunk, scoring, states, firsts))
+        answers = [scoring.turns() for _, _, scoring, _, _ in scored]
+        timer.score += sum(scoring.seconds for _, _, scoring, _, _ in scored)
+    if one_turn:
+        verdicts = [[t.verdict for t in turns] for turns in answers]
+        names = sorted({k for vs in verdicts for v in vs for k in v.components})
+        batches = [to_batch(gen, vs, chunk, g, names) for (gen, chunk, *_), vs in zip(scored, verdicts, strict=True)]
+        return concat(batches, rollout.tokenizer.pad_token_id)
+    return later_turns(rollout, config, scored, answers, timer)
 
 
-class Scoring:
-    """One generation's verdicts, scored on `pool` (one worker thread, or `Inline`) as its completions are
-    reported final: each reward call takes every completion reported and not yet scored, in row order (so a
-    reward with several sandbox workers gets as many as are ready), and each verdict goes to its own row. A
-    reward that scores each completion on its own gives the verdicts of one call over the whole generation."""
+def later_turns(rollout: Rollout, config: RolloutConfig, scored, answers: list[list[Turn]], timer: Timer):
+    """The round's episodes from their answered first turns to their ends, as one batch."""
+    env, tokenizer, g = rollout.environment, rollout.tokenizer, config.group_size
+    context = rollout.max_context_tokens if rollout.max_context_tokens is not None else 2**62
+    limits = TurnLimits(env.max_turns, config.max_new_tokens, context, rollout.stop())
+    episodes, indices, reported = [], [], True
+    for (gen, chunk, _, states, firsts), turns in zip(scored, answers, strict=True):
+        reported = reported and gen.logprobs is not None
+        for row, (first, turn) in enumerate(zip(firsts, turns, strict=True)):
+            prompt = gen.input_ids[row, : -gen.response_width][gen.attention_mask[row, : -gen.response_width].bool()]
+            episode = Episode(prompt.tolist(), None if isinstance(states, Exception) else states[row])
+            episode.add_turn(first, tokenizer.eos_token_id)
+            after_turn(episode, turn, tokenizer, limits)
+            episodes.append(episode)
+        indices += chunk
+    sampler = EngineTurns(rollout, config, timer)
+    run_turns(episodes, env, sampler, tokenizer, limits)
+    trajectories = [e.trajectory() for e in episodes]
+    device = scored[0][0].input_ids.device
+    width = max(1, max(len(t.ids) for t in trajectories))
+    return from_trajectories(
+        trajectories,
+        torch.arange(len(indices), device=device).repeat_interleave(g),
+        torch.tensor(indices, device=device).repeat_interleave(g),
+        tokenizer.pad_token_id,
+        env.max_turns,
+        # μ for the mismatch metrics and the rollout correction; the update runs its own forward for π_old
+        sampler_logp=episode_logprobs(trajectories, width).to(device) if reported and sampler.reported else None,
+    )
 
-    def __init__(self, reward: Reward, rows: list[dict], pool) -> None:
-        self.reward, self.rows, self.pool = reward, rows, pool
-        self.lock = threading.Lock()
-        self.pending: list[tuple[int, str]] = []  # (row, text) reported, not yet taken by a reward call
-        self.reported: dict[int, str] = {}
-        self.results: list[Verdict | None] = [None] * len(rows)
-        self.futures: list[Future] = []
-        self.seconds = 0.0  # time inside the reward (its calls run one at a time, on the pool's thread)
 
-    def add(self, rows: list[int], texts: list[str]) -> None:
-        """`on_finished`: these rows' completions are final (rlx.rollout.engine.Generator)."""
-        for row, text in zip(rows, texts, strict=True):
-            if row in self.reported:
-                raise RuntimeError(f"the rollout engine reported row {row} finished twice")
-            self.reported[row] = text
-        with self.lock:
-            self.pending += zip(rows, texts, strict=True)
-        self.futures.append(self.pool.submit(self._score_pending))
+def sampled_rows(gen: Generation) -> list[Sampled]:
+    """Each row's sampled ids (up to and including eos), their log-probs (0 where the engine reports none), text
+    and whether it was truncated."""
+    response = gen.input_ids[:, -gen.response_width :] if gen.response_width else gen.input_ids[:, :0]
+    out = []
+    for r, text in enumerate(gen.texts):
+        keep = gen.response_mask[r].bool()
+        logps = gen.logprobs[r][keep].tolist() if gen.logprobs is not None else [0.0] * int(keep.sum())
+        out.append((response[r][keep].tolist(), logps, text, bool(gen.truncated[r])))
+    return out
 
-    def finish(self, texts: list[str]) -> None:
-        """The generation returned `texts`: score the rows it did not report (truncated, or never streamed)."""
-        changed = [row for row, text in self.reported.items() if texts[row] != text]
-        if changed:
-            raise RuntimeError(f"the rollout engine reported texts for rows {changed} that its Generation changed")
-        rest = [row for row in range(len(texts)) if row not in self.reported]
-        if rest:
-            self.add(rest, [texts[row] for row in rest])
 
-    def _score_pending(self) -> None:
-        with self.lock:
-            taken, self.pending = sorted(self.pending), []
-        if not taken:  # an earlier call took them
-            return
-        rows = [row for row, _ in taken]
-        verdicts, seconds = timed_score(self.reward, [text for _, text in taken], [self.rows[r] for r in rows])
-        for row, verdict in zip(rows, verdicts, strict=True):
-            self.results[row] = verdict
-        self.seconds += seconds
+class EngineTurns:
+    """The rollout engine as a `TurnSampler`: one continuation of each token-id context, in calls of at most
+    algo.generation_batch_size contexts (the KV cache holds one call at a time)."""
 
-    def verdicts(self, timer: Timer) -> list[Verdict]:
-        """Wait for the calls, add their time to `timer.score`; one verdict per row, in row order."""
-        for future in self.futures:
-            future.result()
-        timer.score += self.seconds
-        out = [v for v in self.results if v is not None]
-        assert len(out) == len(self.results), "every row was scored (finish reports the rest)"
+    def __init__(self, rollout: Rollout, config: RolloutConfig, timer: Timer) -> None:
+        self.rollout, self.config, self.timer = rollout, config, timer
+        self.reported = True  # every call reported its log-probs (μ)
+
+    def __call__(self, contexts: list[list[int]], max_new_tokens: int) -> list[Sampled]:
+        per = self.config.generation_batch_size or len(contexts)
+        out: list[Sampled] = []
+        for at in range(0, len(contexts), per):
+            c = self.config
+            request = GenerationRequest([], max_new_tokens, c.temperature, c.greedy, prompt_ids=contexts[at : at + per])
+            start = time.perf_counter()
+            gen = self.rollout.engine(self.rollout.policy, self.rollout.tokenizer, request)
+            self.timer.record(gen, time.perf_counter() - start)
+            self.reported = self.reported and gen.logprobs is not None
+            out += sampled_rows(gen)
         return out
 
 
@@ -235,27 +262,6 @@ def align_components(batches: list[RolloutBatch]) -> list[RolloutBatch]:
         n = b.rewards.shape[0]
         b.components = {k: b.components.get(k, torch.zeros(n, device=b.rewards.device)) for k in sorted(names)}
     return batches
-
-
-class Inline:
-    """ThreadPoolExecutor's interface, running each call at once on the calling thread."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        return None
-
-    def submit(self, fn, *args) -> Future:
-        future: Future = Future()
-        future.set_result(fn(*args))
-        return future
-
-
-def timed_score(reward, completions: list[str], rows: list[dict]) -> tuple[list[Verdict], float]:
-    start = time.perf_counter()
-    verdicts = score(reward, completions, rows)
-    return verdicts, time.perf_counter() - start
 
 
 def grouped_rewards(batch: RolloutBatch, group_size: int) -> list[list[float]]:

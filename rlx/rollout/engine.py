@@ -91,6 +91,9 @@ class GenerationRequest:
     temperature: float = 1.0  # ignored when greedy
     greedy: bool = False  # argmax decoding (held-out evaluation); else ancestral sampling at `temperature`
     repeats: int = 1  # completions per prompt (algo.group_size)
+    # The prompts as token ids instead (`prompts` is then ignored): a multi-turn episode's context, continued
+    # exactly as the ids stand (never decoded and re-encoded: rlx.envs.episodes)
+    prompt_ids: list[list[int]] | None = None
 
 
 #: `on_finished(rows, texts)`: completions final before the generation call returns (they ended with eos):
@@ -152,6 +155,22 @@ def encode_prompts(tokenizer, prompts: list[str], device: torch.device | None = 
     if mask.shape[1] == 0 or not bool(mask.any(-1).all()):
         raise ValueError("every prompt must tokenize to at least one token (got an empty prompt)")
     return ids, mask
+
+
+def request_ids(tokenizer, request: GenerationRequest, device: torch.device | None = None) -> tuple[Tensor, Tensor]:
+    """A request's prompts as left-padded token ids and attention mask [K, P]: its `prompt_ids` as they are, or
+    its text prompts encoded (`encode_prompts`)."""
+    if request.prompt_ids is None:
+        return encode_prompts(tokenizer, request.prompts, device)
+    if not request.prompt_ids or not all(request.prompt_ids):
+        raise ValueError("every prompt must hold at least one token id (got an empty context)")
+    width = max(len(row) for row in request.prompt_ids)
+    ids = torch.full((len(request.prompt_ids), width), tokenizer.pad_token_id, dtype=torch.long)  # [K, P]
+    mask = torch.zeros(len(request.prompt_ids), width, dtype=torch.long)  # [K, P]
+    for k, row in enumerate(request.prompt_ids):
+        ids[k, width - len(row) :] = torch.tensor(row, dtype=torch.long)
+        mask[k, width - len(row) :] = 1
+    return (ids, mask) if device is None else (ids.to(device), mask.to(device))
 
 
 def decode_texts(tokenizer, response: Tensor, response_mask: Tensor) -> list[str]:
@@ -226,7 +245,7 @@ class RolloutEngine:
         """`Generator.__call__`'s work, under the caller's inference mode: prefill each prompt once, decode its
         `repeats` completions, lay them out."""
         max_new_tokens, temperature, repeats = request.max_new_tokens, request.temperature, request.repeats
-        ids, mask = encode_prompts(tokenizer, request.prompts, next(model.parameters()).device)  # [K, P]
+        ids, mask = request_ids(tokenizer, request, next(model.parameters()).device)  # [K, P]
         cache, logits = self.prefill(model, ids, mask, repeats, max_new_tokens)  # logits: [N, V]
         reusable = self.reuse_logprobs and exact(model, logits.dtype)
         state = DecodeState.start(ids, mask, repeats, max_new_tokens, tokenizer.pad_token_id)

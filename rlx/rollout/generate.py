@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import torch
 
-from rlx.rollout.engine import Generation, GenerationRequest, OnFinished, decode_texts, response_layout
+from rlx.rollout.engine import (
+    Generation,
+    GenerationRequest,
+    OnFinished,
+    decode_texts,
+    request_ids,
+    response_layout,
+)
 from rlx.rollout.staleness import check_max_staleness
 
 
@@ -23,12 +30,23 @@ class HFGenerate:
     def __call__(
         self, model, tokenizer, request: GenerationRequest, on_finished: OnFinished | None = None
     ) -> Generation:
-        prompts = [p for p in request.prompts for _ in range(request.repeats)]
-        return generate(model, tokenizer, prompts, request.max_new_tokens, request.temperature, request.greedy)
+        ids, mask = request_ids(tokenizer, request)  # [K, P] left-padded
+        encoded = (ids.repeat_interleave(request.repeats, 0), mask.repeat_interleave(request.repeats, 0))  # [N, P]
+        return generate(
+            model, tokenizer, [], request.max_new_tokens, request.temperature, request.greedy, encoded=encoded
+        )
 
 
 @torch.no_grad()
-def generate(model, tokenizer, prompts: list[str], max_new_tokens: int, temperature: float, greedy: bool) -> Generation:
+def generate(
+    model,
+    tokenizer,
+    prompts: list[str],
+    max_new_tokens: int,
+    temperature: float,
+    greedy: bool,
+    encoded: tuple[torch.Tensor, torch.Tensor] | None = None,
+) -> Generation:
     """Continue each prompt once with HF `generate` (repeat prompts to get a group).
 
     Sampling is plain ancestral sampling at `temperature` (top-k and top-p explicitly off, whatever the
@@ -36,10 +54,14 @@ def generate(model, tokenizer, prompts: list[str], max_new_tokens: int, temperat
     are those of the distribution the tokens were really drawn from. When sampling, the Generation also carries
     μ, the sampler's own log-prob of each drawn token: log_softmax of generate's `scores` (`output_scores`: the
     logits after its logits processors, here the temperature alone, i.e. exactly the distribution it sampled
-    from), gathered at the token. Greedy decoding (held-out evaluation) reports none.
+    from), gathered at the token. Greedy decoding (held-out evaluation) reports none. `encoded`: the prompts
+    as left-padded (input_ids, attention_mask) [N, P] instead of `prompts` (token-id contexts).
     """
     device = next(model.parameters()).device
-    enc = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
+    if encoded is None:
+        enc = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
+    else:
+        enc = {"input_ids": encoded[0].to(device), "attention_mask": encoded[1].to(device)}
     sampling = (
         {"do_sample": False} if greedy else {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0}
     )

@@ -17,8 +17,8 @@ from pathlib import Path
 import torch
 
 from rlx.rewards.base import Reward, Status, Verdict
-from rlx.rollout.collect import score
 from rlx.rollout.engine import GenerationRequest, Generator
+from rlx.rollout.scoring import score
 from rlx.seeding import eval_seed, isolated_rng
 
 

@@ -41,7 +41,7 @@ from rlx.rollout.engine import (
     GenerationRequest,
     OnFinished,
     decode_texts,
-    encode_prompts,
+    request_ids,
     response_layout,
 )
 
@@ -208,7 +208,7 @@ class VLLMEngine:
             if self.stale or self.asleep:
                 self.push_weights(model)
         assert self.llm is not None
-        ids, mask = encode_prompts(tokenizer, request.prompts)  # [K, P] left-padded
+        ids, mask = request_ids(tokenizer, request)  # [K, P] left-padded
         prompts, params = vllm_requests(tokenizer, ids, mask, request)
         outputs = self.llm.generate(prompts, params, use_tqdm=False)
         completions = [c for out in outputs for c in sorted(out.outputs, key=lambda c: c.index)]  # prompt-major

@@ -1,0 +1,80 @@
+"""`env=arithmetic_retry`: the default task ("A+B=" on the embedded model) with a second try. A wrong first
+answer gets feedback, the problem again after a hint, and the model answers once more; a right answer, or the
+last turn, ends the episode. Each turn is scored by the run's reward (conf/reward, bound to the task as in
+single-turn runs); the episode's reward is its last turn's (a right second answer earns as much as a right first
+one; the per-turn rewards are in turn_rewards for turn-level credit).
+
+The embedded model's usual mistake is the teacher's: the units carry dropped, an answer exactly 10 too low
+(rlx.data.arithmetic). The default feedback says whether the answer was too low or too high, which a policy
+can learn to act on; `feedback: "no\\n{prompt}"` is the same retry without the hint (bench/RESULTS-multiturn.md
+compares the two)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rlx.envs.protocol import Turn
+from rlx.errors import ConfigError
+from rlx.rewards.base import Reward, Status
+from rlx.rollout.scoring import score
+
+FIELDS = ("prompt", "given", "direction")  # what `feedback` may name
+
+
+@dataclass
+class Attempt:
+    row: dict
+    turns: int = 0
+
+
+def direction(given: str, answer: str) -> str:
+    """"low" / "high" against the reference, or "not a number" where either is not an integer."""
+    try:
+        value, expected = int(given.strip()), int(answer.strip())
+    except ValueError:
+        return "not a number"
+    return "low" if value < expected else "high"
+
+
+class ArithmeticRetryEnv:
+    """Args: reward: the run's reward (`_partial_: true`: rlx.envs.build passes it); max_turns: answers per
+    episode (2: one retry); feedback: the observation after a wrong answer, a format string over
+    {prompt} (the row's), {given} (the model's answer) and {direction} ("low", "high" or "not a number")."""
+
+    stop: tuple[str, ...] = ()
+
+    def __init__(self, reward: Reward, max_turns: int = 2, feedback: str = " {direction}\n{prompt}") -> None:
+        if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 2:
+            raise ConfigError(
+                f"env.max_turns={max_turns!r}: arithmetic_retry gives a wrong answer another try, so it needs "
+                "env.max_turns >= 2 (env=single is the one-try episode)"
+            )
+        try:
+            feedback.format(prompt="", given="", direction="")
+        except (KeyError, IndexError, ValueError) as err:
+            raise ConfigError(
+                f"env.feedback={feedback!r} names an unknown field ({err}): it may use {{prompt}}, {{given}} and "
+                "{direction} (write {{ and }} for literal braces)"
+            ) from None
+        self.reward, self.max_turns, self.feedback = reward, max_turns, feedback
+
+    @property
+    def required_fields(self) -> tuple[str, ...]:
+        return ("prompt", *getattr(self.reward, "required_fields", ()))
+
+    def reset(self, rows: list[dict]) -> list[Attempt]:
+        return [Attempt(row) for row in rows]
+
+    def step(self, states: list[Attempt], completions: list[str]) -> list[Turn]:
+        verdicts = score(self.reward, completions, [s.row for s in states])
+        out = []
+        for state, text, verdict in zip(states, completions, verdicts, strict=True):
+            state.turns += 1
+            done = verdict.status in (Status.PASS, Status.INFRA)  # the turn loop ends it after max_turns
+            hint = direction(text, str(state.row.get("answer", "")))
+            observation = self.feedback.format(prompt=state.row["prompt"], given=text, direction=hint)
+            out.append(Turn(verdict, done, observation))
+        return out
+
+    def close(self) -> None:
+        """The reward is the run's: rlx.train closes it."""

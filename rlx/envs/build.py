@@ -1,0 +1,35 @@
+"""Building the run's environment from `conf/env/<name>.yaml` (the `env` group is the registry: `_target_` names
+the class). A choice marked `_partial_: true` is the environment of the run's reward (env=single): it gets the
+reward built from conf/reward as `reward=`; any other builds its own from its own keys (a nested reward config).
+
+The turn loop's own key, `max_context_tokens`, is read here and not passed to the class: the episode's context cap
+(prompt, every turn and observation, and the next turn's max_new_tokens), null for the model's context."""
+
+from __future__ import annotations
+
+import functools
+
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from rlx.checks import build_node
+from rlx.envs.protocol import Environment
+from rlx.errors import ConfigError
+
+
+def build_env(cfg: DictConfig, reward) -> tuple[Environment, int | None]:
+    """The environment `cfg.env` describes and its `max_context_tokens` (None: the model's context)."""
+    node = cfg.env.copy()
+    with open_dict(node):
+        max_context = node.pop("max_context_tokens", None)
+    if max_context is not None and (
+        isinstance(max_context, bool) or not isinstance(max_context, int) or max_context < 1
+    ):
+        raise ConfigError(
+            f"env.max_context_tokens={max_context!r} must be a positive token count, or null for the model's context"
+        )
+    built = build_node(OmegaConf.create({"env": node}), "env")
+    env = built(reward=reward) if isinstance(built, functools.partial) else built
+    turns = getattr(env, "max_turns", None)
+    if isinstance(turns, bool) or not isinstance(turns, int) or turns < 1:
+        raise ConfigError(f"env.max_turns={turns!r} must be a whole number of model turns >= 1 (e.g. env.max_turns=2)")
+    return env, max_context
