@@ -4,10 +4,13 @@ scripted policy: `skyrl_gym.make`, `init`, then `step` until done or max_turns, 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from rlx.errors import ConfigError
 from rlx.rewards.base import Status
+from tests.conftest import REPO, run_cli
 from tests.envs.fixtures_scripted import bisect_policy, conversation, drive, extra, scripted
 
 skyrl_gym = extra("skyrl_gym", "skyrl-gym")
@@ -120,3 +123,38 @@ def test_bad_config_names_the_key():
         make("gsm9k")
     with pytest.raises(ConfigError, match=r"env.max_turns must be >= 1"):
         SkyRLGymEnv(id="gsm8k", max_turns=0, env_config={}, success_reward=1.0, required_fields=[])
+
+
+@pytest.fixture(scope="module")
+def chat_model(tmp_path_factory):
+    """A small Qwen2-architecture model with ChatML (gsm8k_multi_turn's observations are chat messages)."""
+    from rlx.models.synthetic import build_model_dir
+
+    path = tmp_path_factory.mktemp("qwen2")
+    build_model_dir(path, arch="qwen2", hidden=64, layers=2, heads=4, kv_heads=2, vocab=400, corpus_lines=2000)
+    return path
+
+
+def test_build_env_from_the_config():
+    from rlx.envs.build import build_env
+    from tests.conftest import compose_config
+
+    env, cap = build_env(compose_config(["env=skyrl_gym", "env.id=gsm8k_multi_turn", "env.max_turns=3"]), reward=None)
+    assert isinstance(env, SkyRLGymEnv) and (env.id, env.max_turns, cap) == ("gsm8k_multi_turn", 3, None)
+
+
+@pytest.mark.slow
+def test_gsm8k_multi_turn_trains_through_the_cli(tmp_path, test_cache, chat_model):
+    data = REPO / "tests" / "envs" / "fixtures_gsm8k.jsonl"
+    argv = [
+        "-m", "rlx", f"model.name_or_path={chat_model}", "model=hf", "env=skyrl_gym", "env.id=gsm8k_multi_turn",
+        "env.max_turns=3", "data=jsonl", f"data.train_file={data}", f"data.val_file={data}", "data.max_new_tokens=8",
+        "trainer.max_steps=1", "algo.prompts_per_step=2", "algo.group_size=2", "samples_every=1",
+        f"run_dir={tmp_path / 'run'}",
+    ]  # fmt: skip
+    run_cli(argv, cwd=REPO, cache=test_cache, timeout=300, check=True)
+    sample = json.loads((tmp_path / "run" / "samples.jsonl").read_text().splitlines()[0])
+    episode = sample["episode"]
+    # the random policy never writes '#### 72': every turn pays 0 and the environment's own 3 turns end it
+    assert [t["reward"] for t in episode["turns"]] == [0.0, 0.0, 0.0]
+    assert "Please provide your step-by-step reasoning" in episode["observations"][0]
