@@ -13,7 +13,7 @@ import pytest
 
 from rlx.errors import ConfigError
 from rlx.rewards.base import Status
-from tests.conftest import REPO
+from tests.conftest import REPO, run_cli
 from tests.envs.fixtures_scripted import bisect_policy, drive, extra
 
 extra("openenv.core", "openenv")
@@ -149,3 +149,28 @@ def test_server_is_stopped_on_close(served):  # last: it stops the module's serv
     assert proc.poll() is None
     served.close()
     assert proc.poll() is not None and served.server is None
+
+
+def test_build_env_from_the_config():
+    from rlx.envs.build import build_env
+    from tests.conftest import compose_config
+
+    overrides = ["env=openenv", f"env.environment={CLASS}", "+env.reset_fields.target=target", "env.max_turns=2"]
+    env, cap = build_env(compose_config(overrides), reward=None)
+    assert isinstance(env, OpenEnvEnv) and (env.max_turns, env.required_fields, cap) == (2, ("target",), None)
+
+
+@pytest.mark.slow
+def test_server_env_trains_through_the_cli(tmp_path, test_cache):
+    data = REPO / "tests" / "envs" / "fixtures_guess.jsonl"
+    argv = [
+        "-m", "rlx", "env=openenv", "env.server.module=tests.envs.fixtures_openenv", "+env.reset_fields.target=target",
+        "env.observation_field=feedback", "env.max_turns=3", "data=jsonl", f"data.train_file={data}",
+        f"data.val_file={data}", "data.max_new_tokens=8", "model.warm_start=null", "trainer.max_steps=1",
+        "algo.prompts_per_step=2", "algo.group_size=2", "samples_every=1", f"run_dir={tmp_path / 'run'}",
+    ]  # fmt: skip
+    run_cli(argv, cwd=REPO, cache=test_cache, timeout=300, check=True)
+    episode = json.loads((tmp_path / "run" / "samples.jsonl").read_text().splitlines()[0])["episode"]
+    # the untrained policy never writes <guess>N</guess>: the server says so after each turn, which pays 0
+    assert [t["reward"] for t in episode["turns"]] == [0.0, 0.0, 0.0] and episode["end"] == "max_turns"
+    assert episode["observations"] == ["Answer as <guess>N</guess>."] * 2
