@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,7 @@ from rlx.rollout.async_collect import AsyncCollect, throughput
 from rlx.rollout.batch import RolloutBatch
 from rlx.rollout.collect import Rollout, RolloutConfig, RolloutStats, collect
 from rlx.rollout.engine import Generator
-from rlx.rollout.held_out import append_records, held_out_records, held_out_verdicts, passed
+from rlx.rollout.held_out import append_records, held_out_episodes, held_out_records, held_out_verdicts, passed
 from rlx.rollout.staleness import staleness
 from rlx.samples import append_samples, reference_fields
 from rlx.step_log import step_metrics
@@ -309,17 +310,20 @@ class RLModule(LightningModule):
         self.val_weights.hold(self.policy)  # trainer=fsdp: ranks decode different numbers of batches
 
     def validation_step(self, rows: list[dict], batch_idx: int) -> None:
-        decode = (self.rollout, self.policy, self.tokenizer, self.reward, rows, self.task.max_new_tokens)
         chunk = self.algo.generation_batch_size  # the KV cache holds one chunk at a time
-        greedy = held_out_verdicts(*decode, chunk)
+        if self.env is not None and self.env.max_turns > 1:  # whole episodes through the turn loop
+            rollout = Rollout(self.policy, self.tokenizer, self.rollout, self.reward, self.env, self.max_context_tokens)
+            evaluate = partial(held_out_episodes, rollout, rows, self.task.max_new_tokens, chunk)
+        else:  # one answer per row, scored by the reward
+            decode = (self.rollout, self.policy, self.tokenizer, self.reward, rows, self.task.max_new_tokens)
+            evaluate = partial(held_out_verdicts, *decode, chunk)
+        greedy = evaluate()
         rewards = torch.tensor([float(v.reward) for v in greedy.verdicts])
         self.val_tally.add(torch.tensor(passed(greedy.verdicts), dtype=torch.float32), rewards)
         sampled = None
         if self.val_samples:
             where = (self.seed, self.global_step, World.current().rank, batch_idx)
-            sampled = held_out_verdicts(
-                *decode, chunk, samples=self.val_samples, temperature=self.algo.temperature, seed=where
-            )
+            sampled = evaluate(samples=self.val_samples, temperature=self.algo.temperature, seed=where)
             self.val_tally.add_sampled(torch.tensor(passed(sampled.verdicts), dtype=torch.float32))
         self.val_records += held_out_records(self.global_step, rows, greedy, sampled)
 

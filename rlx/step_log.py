@@ -75,7 +75,7 @@ def episode_metrics(batch: RolloutBatch) -> dict:
     width = batch.response_width
     region = batch.attention_mask[:, batch.attention_mask.shape[1] - width :].float()  # [N, T] ids after the prompt
     observed = region - batch.response_mask.float()  # [N, T] 1 on inserted ids
-    out = {
+    out: dict[str, torch.Tensor | float] = {
         "rollout/turns_mean": batch.turns.float().mean(),
         "rollout/obs_token_frac": observed.sum() / region.sum().clamp(min=1),
     }

@@ -135,9 +135,7 @@ def run_and_export(module: RLModule, trainer: pl.Trainer, resume: Resume, run_di
     world = World.current()  # every rank evaluated its share; rank 0 alone writes what follows
     distributed = replicas(world, module.policy)  # world_size, and whether every rank ended with the same weights
     exported = export(module, world, run_dir)  # policy/ (+ adapter/ with LoRA)
-    close = getattr(module.reward, "close", None)
-    if close is not None:
-        close()
+    module.reward.close()
     summary = {
         "status": "completed",
         "before": module.before_metrics,

@@ -136,8 +136,7 @@ def build_inputs(cfg: DictConfig) -> Inputs:
     reward = build_node(cfg, "reward")
     with bundled_task_hint():  # rows without the reward's fields: name the reward's own task as the fix
         check_task(task, reward)
-    if hasattr(reward, "bind"):  # a reward whose defaults depend on the task (reward=math's strict=null)
-        reward.bind(task)
+    reward.bind(task)  # a reward whose defaults depend on the task (reward=math's strict=null)
     algo = build_node(cfg, "algo")
     advantage = build_node(cfg, "advantage")
     check_algorithm(algo, advantage, has_critic=algo.critic is not None)

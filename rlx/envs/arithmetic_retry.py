@@ -5,9 +5,11 @@ single-turn runs); the episode's reward is its last turn's (a right second answe
 one; the per-turn rewards are in turn_rewards for turn-level credit).
 
 The embedded model's usual mistake is the teacher's: the units carry dropped, an answer exactly 10 too low
-(rlx.data.arithmetic). The default feedback says whether the answer was too low or too high, which a policy
-can learn to act on; `feedback: "no\\n{prompt}"` is the same retry without the hint (bench/RESULTS-multiturn.md
-compares the two)."""
+(rlx.data.arithmetic). The default feedback says the answer was too low and poses the sum that closes the gap
+(17+15=22 gets " low\\n22+10="), a problem without a units carry, which the warm-started model can solve: a
+strong hint by design, so that what the second turn gains is measurable on a CPU. Other feedback is a config
+value: `env.feedback=" {direction}\\n{prompt}"` only says low or high, `"no\\n{prompt}"` gives no hint
+(bench/RESULTS-multiturn.md compares them)."""
 
 from __future__ import annotations
 
@@ -18,8 +20,6 @@ from rlx.errors import ConfigError
 from rlx.rewards.base import Reward, Status
 from rlx.rollout.scoring import score
 
-FIELDS = ("prompt", "given", "direction")  # what `feedback` may name
-
 
 @dataclass
 class Attempt:
@@ -27,40 +27,43 @@ class Attempt:
     turns: int = 0
 
 
-def direction(given: str, answer: str) -> str:
-    """"low" / "high" against the reference, or "not a number" where either is not an integer."""
+def hints(prompt: str, given: str, answer: str) -> dict[str, str]:
+    """The fields `feedback` may name: {prompt}, {given}; {direction}: "low", "high" or "not a number";
+    {retry}: for an answer that is too low, the sum that closes the gap ("22+10=" for 17+15 answered 22: the
+    dropped carry, as a problem without a units carry), else the problem again."""
+    fields = {"prompt": prompt, "given": given, "direction": "not a number", "retry": prompt}
     try:
         value, expected = int(given.strip()), int(answer.strip())
     except ValueError:
-        return "not a number"
-    return "low" if value < expected else "high"
+        return fields
+    fields["direction"] = "low" if value < expected else "high"
+    if 0 <= value < expected:
+        fields["retry"] = f"{value}+{expected - value}="
+    return fields
 
 
 class ArithmeticRetryEnv:
     """Args: reward: the run's reward (`_partial_: true`: rlx.envs.build passes it); max_turns: answers per
-    episode (2: one retry); feedback: the observation after a wrong answer, a format string over
-    {prompt} (the row's), {given} (the model's answer) and {direction} ("low", "high" or "not a number")."""
+    episode (2: one retry); feedback: the observation after a wrong answer, a format string over the fields of
+    `hints`: {prompt}, {given}, {direction}, {retry}."""
 
     stop: tuple[str, ...] = ()
 
-    def __init__(self, reward: Reward, max_turns: int = 2, feedback: str = " {direction}\n{prompt}") -> None:
+    def __init__(self, reward: Reward, max_turns: int = 2, feedback: str = " {direction}\n{retry}") -> None:
         if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 2:
             raise ConfigError(
                 f"env.max_turns={max_turns!r}: arithmetic_retry gives a wrong answer another try, so it needs "
                 "env.max_turns >= 2 (env=single is the one-try episode)"
             )
         try:
-            feedback.format(prompt="", given="", direction="")
+            feedback.format(**hints("", "", ""))
         except (KeyError, IndexError, ValueError) as err:
             raise ConfigError(
-                f"env.feedback={feedback!r} names an unknown field ({err}): it may use {{prompt}}, {{given}} and "
-                "{direction} (write {{ and }} for literal braces)"
+                f"env.feedback={feedback!r} names an unknown field ({err}): it may use {{prompt}}, {{given}}, "
+                "{direction} and {retry} (write {{ and }} for literal braces)"
             ) from None
         self.reward, self.max_turns, self.feedback = reward, max_turns, feedback
-
-    @property
-    def required_fields(self) -> tuple[str, ...]:
-        return ("prompt", *getattr(self.reward, "required_fields", ()))
+        self.required_fields: tuple[str, ...] = ("prompt", *reward.required_fields)
 
     def reset(self, rows: list[dict]) -> list[Attempt]:
         return [Attempt(row) for row in rows]
@@ -71,8 +74,7 @@ class ArithmeticRetryEnv:
         for state, text, verdict in zip(states, completions, verdicts, strict=True):
             state.turns += 1
             done = verdict.status in (Status.PASS, Status.INFRA)  # the turn loop ends it after max_turns
-            hint = direction(text, str(state.row.get("answer", "")))
-            observation = self.feedback.format(prompt=state.row["prompt"], given=text, direction=hint)
+            observation = self.feedback.format(**hints(state.row["prompt"], text, str(state.row.get("answer", ""))))
             out.append(Turn(verdict, done, observation))
         return out
 

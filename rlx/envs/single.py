@@ -24,10 +24,7 @@ class RewardEnv:
                 "feedback to answer). Set env.max_turns=1, or choose a multi-turn env (e.g. env=arithmetic_retry)"
             )
         self.reward, self.max_turns = reward, max_turns
-
-    @property
-    def required_fields(self) -> tuple[str, ...]:
-        return tuple(getattr(self.reward, "required_fields", ()))
+        self.required_fields: tuple[str, ...] = tuple(reward.required_fields)
 
     def reset(self, rows: list[dict]) -> list[dict]:
         return list(rows)

@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from rlx.rewards.base import Reward, Status, Verdict
+from rlx.rollout.collect import Rollout, RolloutConfig, generate_and_score
 from rlx.rollout.engine import GenerationRequest, Generator
 from rlx.rollout.scoring import score
 from rlx.seeding import eval_seed, isolated_rng
@@ -61,6 +62,33 @@ def held_out_verdicts(
     return Scored(texts, score(reward, texts, [r for r in rows for _ in range(repeats)]))
 
 
+def held_out_episodes(
+    rollout: Rollout,
+    rows: list[dict],
+    max_new_tokens: int,
+    chunk: int | None,
+    *,
+    samples: int = 0,
+    temperature: float = 1.0,
+    seed: tuple[int, int, int, int] | None = None,
+) -> Scored:
+    """`held_out_verdicts` for a multi-turn environment: whole episodes, greedy (samples = 0) or k sampled per
+    row, through the training turn loop; a row's text is its episode's last turn, its verdict the episode's."""
+    repeats = max(samples, 1)
+    gbs = None if chunk is None else max(repeats, chunk // repeats * repeats)  # whole groups per generation call
+    config = RolloutConfig(len(rows), repeats, max_new_tokens, temperature, gbs, greedy=not samples)
+    with isolated_rng():
+        if samples:
+            assert seed is not None, "sampled held-out episodes need their seed"
+            torch.manual_seed(eval_seed(*seed))
+        batch = generate_and_score(rollout, rows, list(range(len(rows))), config)
+    verdicts = [
+        Verdict(float(r), Status(s), details={"episode": t})
+        for r, s, t in zip(batch.rewards.tolist(), batch.statuses, batch.transcripts or [{}] * len(rows), strict=True)
+    ]
+    return Scored(batch.completions, verdicts)
+
+
 def passed(verdicts: list[Verdict]) -> list[bool]:
     return [v.status == Status.PASS for v in verdicts]
 
@@ -81,6 +109,7 @@ def held_out_records(step: int, rows: list[dict], greedy: Scored, sampled: Score
             "completion": greedy.texts[i],
             "status": verdict.status.value,
             "reward": float(verdict.reward),
+            **({"episode": verdict.details["episode"]} if "episode" in verdict.details else {}),
         }
         if sampled is not None:
             record["sampled_passed"] = sum(passed(sampled.verdicts[i * k : (i + 1) * k]))
