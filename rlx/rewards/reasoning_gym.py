@@ -25,7 +25,7 @@ import re
 import sys
 
 from rlx.errors import ConfigError
-from rlx.rewards.base import Status, Verdict
+from rlx.rewards.base import Reward, Status, Verdict
 
 try:  # optional dependency: reasoning_gym (the [reasoning-gym] extra)
     from reasoning_gym.utils import extract_answer
@@ -70,12 +70,15 @@ def safe_expression(text: str) -> bool:
     return True
 
 
-class ReasoningGymReward:
+class ReasoningGymReward(Reward):
     """Scores with the bound data=reasoning_gym task's dataset (`bind`). Components: `correct` (1.0 on a full
     score) and `partial` (the graded score below 1.0 that was paid)."""
 
     required_fields = ("entry",)
-    sample_fields = ("answer",)
+
+    @property
+    def sample_fields(self) -> tuple[str, ...]:
+        return ("answer",)  # the oracle answer beside a completion, not the whole generated entry
 
     def __init__(self, partial_credit: bool) -> None:
         if extract_answer is None:
