@@ -71,6 +71,7 @@ def build(cfg: DictConfig, inputs: Inputs | None = None) -> tuple[RLModule, pl.T
         held_out_path=str(run_dir / "heldout.jsonl"),
     )
     env, max_context = build_env(cfg, reward)  # conf/env: the episode (env=single: one turn of the reward)
+    task.check_fields(tuple(env.required_fields))  # the fields the environment reads (env=skyrl_gym's reward_spec)
     max_context = max_context or context_window(loaded.policy.config)
     experience = Experience(loaded.tokenizer, task, reward, sampler, rollout, env, max_context)
     module = RLModule(Models(policy, reference, critic), experience, algo, advantage, run, peft=peft)

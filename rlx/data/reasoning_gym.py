@@ -16,6 +16,7 @@ a conversation rendered with the model's chat template.
 from __future__ import annotations
 
 import json
+import logging
 import time
 
 from rlx.data.task import Task, check_overlong_choice
@@ -29,6 +30,7 @@ except ImportError:  # pragma: no cover - exercised where the extra is absent
     SYSTEM_PROMPTS = {}
 
 SCORER = "rlx.rewards.reasoning_gym.ReasoningGymReward"
+log = logging.getLogger(__name__)
 INSTALL = 'pip install -c constraints/cpu.txt -e ".[reasoning-gym]"'
 
 
@@ -102,7 +104,9 @@ class ReasoningGymTask(Task):
         start = time.perf_counter()
         dataset = build_dataset(name, split_seed, train_size + val_size, self.config)
         entries = [dataset[i] for i in range(train_size + val_size)]
-        self.generate_s = time.perf_counter() - start
+        log.info(
+            "data=reasoning_gym: %d %s entries generated in %.1f s", len(entries), name, time.perf_counter() - start
+        )
         self.dataset = dataset  # the reward's scorer (bound by reward=reasoning_gym)
         rows = [self._row(entry) for entry in entries]
         self.val, self.train = rows[:val_size], rows[val_size:]

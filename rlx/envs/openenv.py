@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, get_type_hints
 
 from hydra.utils import get_object
@@ -85,9 +85,7 @@ class WebSocketSession:
 
 @dataclass
 class Episode:
-    session: Session
-    done: bool = False
-    rewards: list[float] = field(default_factory=list)
+    session: Session  # the environment instance this episode runs in (a pooled one, reset for it)
 
 
 def action_class_of(env_cls: Any, configured: str | None) -> Any:
@@ -191,13 +189,11 @@ class OpenEnvEnv:
             reply = episode.session.step(action)
         except Exception as err:  # the environment's (or the server's) fault: this episode ends as INFRA
             return Turn(Verdict(0.0, Status.INFRA, {}, {"env_error": f"{type(err).__name__}: {err}"}), done=True)
-        reward = float(reply.get("reward") or 0.0)
-        episode.rewards.append(reward)
-        episode.done = bool(reply.get("done"))
+        reward, done = float(reply.get("reward") or 0.0), bool(reply.get("done"))
         status = Status.PASS if reward >= self.success_reward else Status.FAIL
         details = {"step_s": time.perf_counter() - start, "metadata": reply["observation"].get("metadata") or {}}
         verdict = Verdict(reward, status, {"turn_reward": reward}, details)
-        return Turn(verdict, done=episode.done, observation=self._observation(reply["observation"]))
+        return Turn(verdict, done=done, observation=self._observation(reply["observation"]))
 
     def _action(self, text: str) -> dict | None:
         if self.action_field is not None:

@@ -20,7 +20,7 @@ extras=<the row's fields but its prompt>)`, so a row in SkyRL's dataset format (
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from omegaconf import OmegaConf
@@ -42,7 +42,6 @@ RLX_FIELDS = ("prompt", "prompt_messages", "env_class")
 @dataclass
 class Episode:
     env: Any  # the skyrl-gym environment instance
-    rewards: list[float] = field(default_factory=list)
 
 
 def prompt_messages(row: dict) -> list[dict]:
@@ -119,7 +118,6 @@ class SkyRLGymEnv:
             reward, done = float(out["reward"]), bool(out["done"])
         except Exception as err:  # the environment's fault, not the model's: this episode only ends as INFRA
             return Turn(Verdict(0.0, Status.INFRA, {}, {"env_error": f"{type(err).__name__}: {err}"}), done=True)
-        episode.rewards.append(reward)
         status = Status.PASS if reward >= self.success_reward else Status.FAIL
         details: dict = {"metadata": out.get("metadata") or {}}
         action = out.get("postprocessed_action")
