@@ -35,6 +35,7 @@ REQUIRED = {
         "data.val_size=2",
     ],
     ("reward", "reasoning_gym"): ["data.name=leg_counting", "data.train_size=2", "data.val_size=2"],
+    ("env", "reasoning_gym"): ["reward=reasoning_gym", "data.name=leg_counting"],
     ("env", "skyrl_gym"): ["env.id=gsm8k_multi_turn"],
     ("env", "openenv"): ["env.environment=tests.envs.fixtures_openenv:GuessEnvironment"],
 }

@@ -11,13 +11,14 @@ import pytest
 from rlx.errors import ConfigError
 from rlx.rewards.base import Status
 from tests.conftest import run_cli
-from tests.envs.fixtures_scripted import extra
+from tests.envs.fixtures_scripted import drive, extra, scripted
 
 reasoning_gym = extra("reasoning_gym", "reasoning-gym")
 
 from reasoning_gym.utils import extract_answer  # noqa: E402 (after the extra's check)
 
 from rlx.data.reasoning_gym import SCORER, ReasoningGymTask  # noqa: E402
+from rlx.envs.reasoning_gym import ReasoningGymRetryEnv  # noqa: E402
 from rlx.rewards.reasoning_gym import ReasoningGymReward, safe_expression  # noqa: E402
 
 
@@ -144,3 +145,58 @@ def test_trains_through_the_cli(tmp_path, test_cache):
     assert "implied: reward=reasoning_gym brings data=reasoning_gym" in proc.stdout + proc.stderr
     sample = json.loads((tmp_path / "run" / "samples.jsonl").read_text().splitlines()[0])
     assert sample["prompt"].startswith("Given a problem") and sample["reference"]["answer"].isdigit()
+
+
+FEEDBACK = "\nYour answer {answer} scored {score:.2f}. Try again.\n"
+
+
+def test_retry_env_turns_match_the_library_scores():
+    t = task("leg_counting")
+    env = ReasoningGymRetryEnv(bound(t), max_turns=3, feedback=FEEDBACK, observation_role=None)
+    rows = t.train[:2]
+    truth = rows[0]["answer"]
+    policy = scripted("<answer>3</answer>", f"<answer>{truth}</answer>")
+    episodes = drive(env, rows, policy)
+    # row 0: 3 legs is wrong (0.0, feedback), then the truth (1.0, done); every turn of both rows equals
+    # reasoning-gym's own extract_answer + score_answer of the same text
+    first = episodes[0]
+    assert [(v.verdict.reward, v.verdict.status, v.done) for v in first] == [
+        (0.0, Status.FAIL, False),
+        (1.0, Status.PASS, True),
+    ]
+    assert first[0].observation == "\nYour answer 3 scored 0.00. Try again.\n"
+    dataset = t.dataset
+    for row, turns in zip(rows, episodes, strict=True):
+        texts = [policy([{"role": "assistant"}] * k) for k in range(len(turns))]
+        assert [v.verdict.reward for v in turns] == [
+            dataset.score_answer(extract_answer(x), row["entry"]) for x in texts
+        ]
+
+
+def test_retry_env_refuses_what_cannot_work():
+    from rlx.rewards.math import MathReward
+
+    with pytest.raises(ConfigError, match="add reward=reasoning_gym"):
+        ReasoningGymRetryEnv(
+            MathReward(strict=False, verifier="exact", format_weight=0.0, timeout_s=5), 2, FEEDBACK, None
+        )
+    reward = bound(task("leg_counting"))
+    with pytest.raises(ConfigError, match=r"env.max_turns=1: .* needs env.max_turns >= 2"):
+        ReasoningGymRetryEnv(reward, 1, FEEDBACK, None)
+    with pytest.raises(ConfigError, match=r"env.feedback='{prompt}' names an unknown field"):
+        ReasoningGymRetryEnv(reward, 2, "{prompt}", None)
+
+
+@pytest.mark.slow
+def test_retry_env_trains_through_the_cli(tmp_path, test_cache):
+    argv = [
+        "-m", "rlx", "reward=reasoning_gym", "data.name=leg_counting", "env=reasoning_gym", "env.max_turns=2",
+        "data.train_size=8", "data.val_size=2", "data.max_new_tokens=8", "model.warm_start=null",
+        "trainer.max_steps=1", "algo.prompts_per_step=2", "algo.group_size=2", "samples_every=1",
+        f"run_dir={tmp_path / 'run'}",
+    ]  # fmt: skip
+    run_cli(argv, cwd=tmp_path, cache=test_cache, timeout=300, check=True)
+    episode = json.loads((tmp_path / "run" / "samples.jsonl").read_text().splitlines()[0])["episode"]
+    # the untrained policy writes no <answer>: both turns score 0 and the feedback says so
+    assert [t["reward"] for t in episode["turns"]] == [0.0, 0.0]
+    assert episode["observations"][0].startswith("\nYour answer none scored 0.00. Try again")
