@@ -32,9 +32,11 @@ from pathlib import Path
 from rlx.errors import ConfigError, RlxError
 
 try:  # optional dependency: websockets (the [openenv] extra)
+    from websockets.exceptions import ConnectionClosed
     from websockets.sync.client import connect
 except ImportError:  # pragma: no cover - exercised where the extra is absent
     connect = None  # type: ignore[assignment]
+    ConnectionClosed = OSError  # type: ignore[assignment,misc]
 
 
 class WireError(RlxError):
@@ -119,7 +121,10 @@ class WireSession:
         self.ws = connect(url, open_timeout=timeout_s, max_size=None)
 
     def send(self, kind: str, data: dict) -> None:
-        self.ws.send(json.dumps({"type": kind, "data": data}))
+        try:
+            self.ws.send(json.dumps({"type": kind, "data": data}))
+        except ConnectionClosed:  # the server said why and closed (CAPACITY_REACHED at connect): receive() reads it
+            pass
 
     def receive(self) -> dict:
         """The `data` of the next observation frame: {"observation": {...}, "reward": r, "done": d}."""

@@ -144,6 +144,13 @@ def test_bad_config_names_the_key():
         env.reset(ROWS)
 
 
+def test_server_capacity_refusal_names_the_fix(served):
+    """The app allows 8 sessions (create_app's max_concurrent_envs): a 9th episode in flight is refused."""
+    served.server_cfg["max_concurrent_envs"] = 64
+    with pytest.raises(ConfigError, match=r"refused a session .* create_app max_concurrent_envs"):
+        served.reset(ROWS * 4 + ROWS[:1])
+
+
 def test_server_is_stopped_on_close(served):  # last: it stops the module's server
     proc = served.server.proc
     assert proc.poll() is None
