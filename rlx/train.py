@@ -48,6 +48,8 @@ def build(cfg: DictConfig, inputs: Inputs | None = None) -> tuple[RLModule, pl.T
     )  # once: a curriculum the data cannot serve (sorted without its key) fails before the model loads
     peft = build_node(cfg, "peft")
     rollout = build_node(cfg, "rollout")  # before the model loads: rollout=vllm without vLLM stops here
+    env, max_context = build_env(cfg, reward, rollout)  # conf/env: the episode (env=single: one turn of the reward)
+    task.check_fields(env.required_fields)  # the fields the environment reads, in every row
     model = build_node(cfg, "model")
     warn_inert(cfg, algo=algo, advantage=advantage, task=task, reward=reward, sampler=sampler, model=model)
     loaded = model(task)
@@ -70,9 +72,7 @@ def build(cfg: DictConfig, inputs: Inputs | None = None) -> tuple[RLModule, pl.T
         samples_path=str(run_dir / "samples.jsonl"),
         held_out_path=str(run_dir / "heldout.jsonl"),
     )
-    env, max_context = build_env(cfg, reward)  # conf/env: the episode (env=single: one turn of the reward)
-    task.check_fields(tuple(env.required_fields))  # the fields the environment reads (env=skyrl_gym's reward_spec)
-    max_context = max_context or context_window(loaded.policy.config)
+    max_context = max_context or context_window(loaded.policy.config)  # env.max_context_tokens: null
     experience = Experience(loaded.tokenizer, task, reward, sampler, rollout, env, max_context)
     module = RLModule(Models(policy, reference, critic), experience, algo, advantage, run, peft=peft)
     trainer = build_node(cfg, "trainer", logger=build_node(cfg, "logger"))
@@ -136,6 +136,8 @@ def run_and_export(module: RLModule, trainer: pl.Trainer, resume: Resume, run_di
     world = World.current()  # every rank evaluated its share; rank 0 alone writes what follows
     distributed = replicas(world, module.policy)  # world_size, and whether every rank ended with the same weights
     exported = export(module, world, run_dir)  # policy/ (+ adapter/ with LoRA)
+    if module.env is not None:
+        module.env.close()  # the environment's own resources (env=single's reward is the run's: closed below)
     module.reward.close()
     summary = {
         "status": "completed",

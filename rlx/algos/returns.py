@@ -29,7 +29,8 @@ def gae(token_rewards: Tensor, values: Tensor, mask: Tensor, gamma: float, lam: 
 
         δ_t = r_t + γ·V_{t+1} − V_t,   A_t = Σ_l (γλ)^l δ_{t+l},   returns R_t = A_t + V_t
 
-    The episode ends at each completion's last token (V after it is 0). rlx's choice, pinned by a test:
+    The episode ends at each completion's last token (V after it is 0); t + 1 is the next sampled token (a
+    multi-turn episode's observation ids between turns are skipped). rlx's choice, pinned by a test:
     advantages and returns are exactly 0 on padding (verl leaves non-zero values there).
 
     Args: token_rewards, values, mask: [N, T] (mask 1 on completion tokens).
@@ -41,15 +42,19 @@ def gae(token_rewards: Tensor, values: Tensor, mask: Tensor, gamma: float, lam: 
     running = torch.zeros_like(values[:, 0])  # [N]
     advantages = torch.zeros_like(values)  # [N, T]
     for t in reversed(range(values.shape[1])):
+        sampled = mask[:, t] > 0  # [N]
         delta = token_rewards[:, t] + gamma * next_value - values[:, t]  # [N]
-        running = (delta + gamma * lam * running) * mask[:, t]  # [N] padding resets the sum
-        advantages[:, t] = running
-        next_value = values[:, t]
+        # off the mask the sum passes over the column: padding after the end (where it is still 0), or a
+        # multi-turn episode's observation ids, whose next sampled token is the next turn's first
+        running = torch.where(sampled, delta + gamma * lam * running, running)  # [N]
+        advantages[:, t] = running * mask[:, t]
+        next_value = torch.where(sampled, values[:, t], next_value)  # [N] V of the next sampled token
     return advantages, (advantages + values) * mask  # [N, T], [N, T]
 
 
 def discounted_returns(token_rewards: Tensor, mask: Tensor, gamma: float) -> Tensor:
-    """G_t = r_t + γ·G_{t+1} within each completion (the sum restarts after its last token).
+    """G_t = r_t + γ·G_{t'} within each completion, t' its next sampled token (observation ids between a
+    multi-turn episode's turns are skipped; the sum starts at the last sampled token).
 
     Args: token_rewards, mask: [N, T]. Returns: returns [N, T] (0 on padding).
     """
@@ -57,8 +62,9 @@ def discounted_returns(token_rewards: Tensor, mask: Tensor, gamma: float) -> Ten
     running = torch.zeros_like(token_rewards[:, 0])  # [N]
     returns = torch.zeros_like(token_rewards)  # [N, T]
     for t in reversed(range(token_rewards.shape[1])):
-        running = (token_rewards[:, t] + gamma * running) * mask[:, t]  # [N]
-        returns[:, t] = running
+        # off the mask the sum passes over the column (padding after the end; observation ids between turns)
+        running = torch.where(mask[:, t] > 0, token_rewards[:, t] + gamma * running, running)  # [N]
+        returns[:, t] = running * mask[:, t]
     return returns  # [N, T]
 
 

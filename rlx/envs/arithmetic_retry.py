@@ -63,7 +63,7 @@ class ArithmeticRetryEnv:
                 "{direction} and {retry} (write {{ and }} for literal braces)"
             ) from None
         self.reward, self.max_turns, self.feedback = reward, max_turns, feedback
-        self.required_fields: tuple[str, ...] = ("prompt", *reward.required_fields)
+        self.required_fields: tuple[str, ...] = ("prompt", *getattr(reward, "required_fields", ()))
 
     def reset(self, rows: list[dict]) -> list[Attempt]:
         return [Attempt(row) for row in rows]

@@ -16,8 +16,9 @@ from rlx.envs.protocol import Environment
 from rlx.errors import ConfigError
 
 
-def build_env(cfg: DictConfig, reward) -> tuple[Environment, int | None]:
-    """The environment `cfg.env` describes and its `max_context_tokens` (None: the model's context)."""
+def build_env(cfg: DictConfig, reward, rollout) -> tuple[Environment, int | None]:
+    """The environment `cfg.env` describes and its `max_context_tokens` (None: the model's context), checked
+    against the rollout engine `rollout` (conf/rollout) that will run its turns."""
     node = cfg.env.copy()
     with open_dict(node):
         max_context = node.pop("max_context_tokens", None)
@@ -32,4 +33,10 @@ def build_env(cfg: DictConfig, reward) -> tuple[Environment, int | None]:
     turns = getattr(env, "max_turns", None)
     if isinstance(turns, bool) or not isinstance(turns, int) or turns < 1:
         raise ConfigError(f"env.max_turns={turns!r} must be a whole number of model turns >= 1 (e.g. env.max_turns=2)")
+    if env.max_turns > 1 and rollout.max_staleness > 0:
+        raise ConfigError(
+            f"rollout.max_staleness={rollout.max_staleness} samples ahead in another process one turn per episode; "
+            f"env.max_turns={env.max_turns} episodes need their later turns too. Set rollout.max_staleness=0 "
+            "(the synchronous loop) for a multi-turn env"
+        )
     return env, max_context

@@ -24,7 +24,8 @@ class RewardEnv:
                 "feedback to answer). Set env.max_turns=1, or choose a multi-turn env (e.g. env=arithmetic_retry)"
             )
         self.reward, self.max_turns = reward, max_turns
-        self.required_fields: tuple[str, ...] = tuple(reward.required_fields)
+        # a reward made in a test may declare no fields (the Reward protocol asks for them; rlx.train checks them)
+        self.required_fields: tuple[str, ...] = tuple(getattr(reward, "required_fields", ()))
 
     def reset(self, rows: list[dict]) -> list[dict]:
         return list(rows)

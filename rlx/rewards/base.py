@@ -62,11 +62,17 @@ class Reward(ABC):
     #: how answers are compared ("exact" in process: the start-up report calls reward.timeout_s inert), or None
     verifier: str | None = None
 
+    _sample_fields: tuple[str, ...] | None = None
+
     @property
     def sample_fields(self) -> tuple[str, ...]:
         """The row fields written beside a completion in samples.jsonl: `required_fields`, unless a subclass lists
         fewer (a reward whose fields hold expected values the policy must never see)."""
-        return self.required_fields
+        return self.required_fields if self._sample_fields is None else self._sample_fields
+
+    @sample_fields.setter
+    def sample_fields(self, fields: tuple[str, ...]) -> None:
+        self._sample_fields = tuple(fields)
 
     def bind(self, task) -> None:  # noqa: B027 - a default that does nothing, not a missing abstract method
         """Called once at start with the task this reward scores (rlx.train's preflight, rlx.score): a default

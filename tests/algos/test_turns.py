@@ -162,12 +162,16 @@ def episode_batch(rewards, group, valid, token_turn=None, turn_rewards=None, tur
         rewards=rewards,
         valid=torch.tensor(valid),
         truncated=torch.zeros(n, dtype=torch.bool),
+        completions=[""] * n,
+        statuses=["PASS"] * n,
         sample_mask=torch.tensor(valid),
         scores=rewards * torch.tensor(valid),
         token_rewards=token_rewards,
         token_turn=token_turn if turn_rewards is not None else None,
         turn_rewards=turn_rewards,
         turns=turns,
+        ends=None if turns is None else ["done"] * n,
+        transcripts=None if turns is None else [{}] * n,
     )
 
 
@@ -230,6 +234,8 @@ def test_concat_pads_turns_and_token_turns():
     assert joined.turn_rewards is not None and joined.token_turn is not None and joined.turns is not None
     assert joined.turn_rewards.tolist() == [[0.0, 1.0], [0.5, 0.0]]  # K = 2, the one-turn episode padded with 0
     assert joined.turns.tolist() == [2, 1] and joined.token_turn.tolist() == [[0, 0, -1, 1], [0, 0, 0, 0]]
+    second = joined.select(torch.tensor([1]))  # a minibatch slices every turn field alike
+    assert second.turn_rewards is not None and second.turn_rewards.tolist() == [[0.5, 0.0]]
     c = episode_batch([0.0], [0], [True])  # a part without turn fields: the joined batch is one-turn episodes
     assert concat([a, c], pad_id=0).turn_rewards is None
 

@@ -11,6 +11,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from rlx.algos.aggregation import seq_mean_token_mean, seq_sum_constant, token_mean
 from rlx.algos.losses import Clip
 from rlx.algos.objective import LossTerms, TokenInputs, objective, per_token_rewards
+from rlx.algos.returns import discounted_returns, gae
 from rlx.envs.trajectory import EpisodeEnd, Trajectory
 from rlx.forward.logprobs import forward_logprobs
 from rlx.rewards.base import Status, Verdict
@@ -143,3 +144,15 @@ def test_through_a_real_model_the_gradient_is_that_of_the_sampled_ids_alone():
     for pack in (False, True):
         for got, want in zip(trainer_grads(pack), expected, strict=True):
             torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-7)  # float32 rounding
+
+
+def test_per_token_returns_pass_over_observation_ids_to_the_next_turn():
+    mask = torch.tensor([[1.0, 1.0, 0.0, 0.0, 1.0]])  # turn 0: two ids; two observation ids; turn 1: one id
+    rewards = torch.tensor([[0.0, 0.0, 0.0, 0.0, 1.0]])
+    # γ = 0.5: G_4 = 1, G_1 = 0.5·G_4 = 0.5, G_0 = 0.25 (the observation ids neither reset nor discount)
+    assert discounted_returns(rewards, mask, 0.5).tolist() == [[0.25, 0.5, 0.0, 0.0, 1.0]]
+    values = torch.tensor([[0.1, 0.2, 9.0, 9.0, 0.3]])  # the critic's values on observation ids are never read
+    advantages, returns = gae(rewards, values, mask, gamma=1.0, lam=1.0)
+    # γ = λ = 1: A_t = (return 1) − V_t on sampled ids: 0.9, 0.8, 0.7
+    assert advantages.tolist() == [[pytest.approx(0.9), pytest.approx(0.8), 0.0, 0.0, pytest.approx(0.7)]]
+    assert returns.tolist() == [[pytest.approx(1.0), pytest.approx(1.0), 0.0, 0.0, pytest.approx(1.0)]]

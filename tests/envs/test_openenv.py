@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 
@@ -163,7 +164,7 @@ def test_build_env_from_the_config():
     from tests.conftest import compose_config
 
     overrides = ["env=openenv", f"env.environment={CLASS}", "+env.reset_fields.target=target", "env.max_turns=2"]
-    env, cap = build_env(compose_config(overrides), reward=None)
+    env, cap = build_env(compose_config(overrides), reward=None, rollout=SimpleNamespace(max_staleness=0))
     assert isinstance(env, OpenEnvEnv) and (env.max_turns, env.required_fields, cap) == (2, ("target",), None)
 
 

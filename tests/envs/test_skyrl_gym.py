@@ -5,6 +5,7 @@ scripted policy: `skyrl_gym.make`, `init`, then `step` until done or max_turns, 
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
@@ -139,7 +140,11 @@ def test_build_env_from_the_config():
     from rlx.envs.build import build_env
     from tests.conftest import compose_config
 
-    env, cap = build_env(compose_config(["env=skyrl_gym", "env.id=gsm8k_multi_turn", "env.max_turns=3"]), reward=None)
+    env, cap = build_env(
+        compose_config(["env=skyrl_gym", "env.id=gsm8k_multi_turn", "env.max_turns=3"]),
+        reward=None,
+        rollout=SimpleNamespace(max_staleness=0),
+    )
     assert isinstance(env, SkyRLGymEnv) and (env.id, env.max_turns, cap) == ("gsm8k_multi_turn", 3, None)
 
 

@@ -1,6 +1,7 @@
 """One typed protocol for rewards: every optional part has a default on rlx.rewards.base.Reward, so the trainer
 calls each plainly; a `_target_` that is not a Reward stops at start with the fix; docs/rewards.md's example works."""
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ from rlx.checks import build_node, check_task
 from rlx.errors import ConfigError
 from rlx.rewards.base import Reward, Status, Verdict, as_reward
 from rlx.samples import reference_fields
-from tests.conftest import compose_config
+from tests.conftest import FAST_MODEL, ONE_STEP, compose_config, output, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,8 +53,14 @@ def test_sample_fields_follow_required_fields_unless_a_reward_lists_fewer():
     class Hides(Reads):
         sample_fields = ("answer",)  # the tests hold expected values the policy must never see
 
+    class HidesPerInstance(Reads):
+        def __init__(self, shown: tuple[str, ...]) -> None:
+            self.sample_fields = shown  # e.g. from a YAML key
+
     assert reference_fields(Reads()) == ("answer", "tests")
     assert reference_fields(Hides()) == ("answer",)
+    assert reference_fields(HidesPerInstance(("tests",))) == ("tests",)
+    assert Reads().sample_fields == ("answer", "tests")  # one instance's choice is not the class's
 
 
 def test_a_reward_without_call_cannot_be_built():
@@ -114,3 +121,15 @@ def test_the_docs_example_builds_from_its_yaml_and_scores(doc_example):
     assert [v.components["correct"] for v in verdicts] == [1.0, 0.0, 0.0]
     assert reward.row_problem({"answer": " "}) == "the answer is empty: every completion would contain it"
     reward.close()
+
+
+@pytest.mark.slow
+def test_the_docs_command_trains_with_the_example(doc_example, test_cache):
+    page = (ROOT / "docs" / "rewards.md").read_text()
+    command = re.search(r"`(python -m rlx --config-dir my_conf [^`]*)`", page)
+    assert command, "docs/rewards.md shows the command that trains with the example"
+    argv = [*command.group(1).split()[1:], *ONE_STEP, *FAST_MODEL, "samples_every=1", "hydra.run.dir=run"]
+    proc = run_cli(argv, doc_example, test_cache, check=True)
+    samples = [json.loads(line) for line in (doc_example / "run" / "samples.jsonl").read_text().splitlines()]
+    assert samples and all(s["reference"].keys() == {"answer"} for s in samples), samples  # its required_fields
+    assert {s["status"] for s in samples} <= {"PASS", "FAIL", "FORMAT"}, output(proc)
