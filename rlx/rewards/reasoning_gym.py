@@ -75,10 +75,7 @@ class ReasoningGymReward(Reward):
     score) and `partial` (the graded score below 1.0 that was paid)."""
 
     required_fields = ("entry",)
-
-    @property
-    def sample_fields(self) -> tuple[str, ...]:
-        return ("answer",)  # the oracle answer beside a completion, not the whole generated entry
+    _sample_fields = ("answer",)  # the oracle answer beside a completion, not the whole generated entry
 
     def __init__(self, partial_credit: bool) -> None:
         if extract_answer is None:
