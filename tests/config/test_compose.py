@@ -47,6 +47,11 @@ COMPOSE_ONLY = {
     ("env", "skyrl_gym"),
     ("env", "openenv"),
 }
+# env=verifiers and its rows (data=verifiers, read from env's keys) play a verifiers taskset module; building them
+# needs the [verifiers] extra, and tests/envs/test_verifiers_tokens.py builds both from the real config.
+REQUIRED[("env", "verifiers")] = ["env.taskset=vf_arith"]
+REQUIRED[("data", "verifiers")] = ["env=verifiers", "env.taskset=vf_arith"]
+COMPOSE_ONLY |= {("env", "verifiers"), ("data", "verifiers")}
 # Building rollout=vllm needs vLLM (its own venv: the CI job tests/rollout/test_vllm_engine.py builds it there);
 # without it, building refuses in one line naming the extra (tests/rollout/test_vllm_engine.py tests that too).
 if importlib.util.find_spec("vllm") is None:
