@@ -114,6 +114,9 @@ def train(cfg: DictConfig, inputs: Inputs | None = None) -> dict:
         if ended is not err:
             raise ended from err
         raise
+    finally:
+        if module.env is not None:  # conf/env's own resources (env=openenv's server); the reward is closed above
+            module.env.close()
 
 
 def run_and_export(module: RLModule, trainer: pl.Trainer, resume: Resume, run_dir: Path, start: float) -> dict:
