@@ -18,8 +18,10 @@ Policy = Callable[[list[dict]], str]
 
 def extra(module: str, extra_name: str):
     """`module`, or a skip naming the extra that installs it; where CI installs the extras
-    (RLX_REQUIRE_ENV_EXTRAS=1, .ci/run) a missing one fails instead of skipping."""
-    if os.environ.get("RLX_REQUIRE_ENV_EXTRAS") == "1":
+    (RLX_REQUIRE_ENV_EXTRAS=1, or a comma-separated list of extras: .ci/run) a missing one fails instead of
+    skipping."""
+    required = os.environ.get("RLX_REQUIRE_ENV_EXTRAS", "")  # "1": every extra; else the extras' names, comma-separated
+    if required == "1" or extra_name in required.split(","):
         return importlib.import_module(module)
     import pytest  # the tests' runner, imported here so that this module imports without it
 
