@@ -35,8 +35,8 @@ try:  # optional dependency: websockets (the [openenv] extra)
     from websockets.exceptions import ConnectionClosed
     from websockets.sync.client import connect
 except ImportError:  # pragma: no cover - exercised where the extra is absent
-    connect = None  # type: ignore[assignment]
-    ConnectionClosed = OSError  # type: ignore[assignment,misc]
+    connect = None  # type: ignore[assignment, unused-ignore]  # (used only where websockets is installed)
+    ConnectionClosed = OSError  # type: ignore[assignment, misc, unused-ignore]
 
 
 class WireError(RlxError):
