@@ -11,6 +11,7 @@ from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 
 from rlx.errors import ConfigError, RlxError
+from rlx.rewards.base import Reward, as_reward
 
 
 def build_node(cfg, key: str, **kwargs):
@@ -97,11 +98,10 @@ def check_algorithm(algo, advantage, has_critic: bool) -> None:
             raise ConfigError(f"{key} must be > 0 (got {norm}): the gradient's norm is clipped to it; .inf for no clip")
 
 
-def check_task(task, reward) -> None:
-    task.check_fields(tuple(getattr(reward, "required_fields", ())))
-    row_problem = getattr(reward, "row_problem", None)  # e.g. reward=unit_tests: do the row's tests parse?
-    if row_problem is not None:
-        task.check_rows(row_problem, drop=getattr(reward, "invalid_rows", "stop") == "drop")
+def check_task(task, reward: Reward) -> None:
+    as_reward(reward)  # conf/reward's _target_ built an rlx reward: every call below is its own or the default
+    task.check_fields(tuple(reward.required_fields))
+    task.check_rows(reward.row_problem, drop=reward.invalid_rows == "drop")  # e.g. reward=unit_tests: tests parse?
 
 
 # torch's complaint -> the optimiser keyword it is about (torch.optim's messages: "Invalid learning rate: -1e-05")

@@ -246,7 +246,7 @@ def _no_warm_start(p: Parts) -> str | None:
 
 @rule("reward.timeout_s")
 def _exact_verifier(p: Parts) -> str | None:
-    if getattr(p.reward, "verifier", None) == "exact":  # reward=math's in-process comparison
+    if p.reward.verifier == "exact":  # reward=math's in-process comparison
         return "reward.verifier=exact compares in-process and never times out; reward.verifier=math_verify uses it"
     return None
 

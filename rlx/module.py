@@ -40,7 +40,7 @@ from rlx.distributed import (
     sharded,
     take,
 )
-from rlx.envs.protocol import Environment
+from rlx.envs.protocol import Environment, EpisodeDriver, runs_episodes
 from rlx.errors import ConfigError
 from rlx.models.parts import Models
 from rlx.models.reference import FrozenReference
@@ -92,7 +92,9 @@ class Experience:
     reward: Reward
     sampler: PromptSampler
     rollout: Generator
-    env: Environment | None = None  # conf/env: the episode a prompt starts (None: the one-turn episode of `reward`)
+    env: Environment | EpisodeDriver | None = (
+        None  # conf/env: the episode a prompt starts (None: the one-turn episode of `reward`)
+    )
     max_context_tokens: int | None = None  # an episode whose next turn would not fit ends (env.max_context_tokens)
 
 
@@ -285,7 +287,10 @@ class RLModule(LightningModule):
     def log_step(self, batch: RolloutBatch, stats: RolloutStats, losses: dict[str, float], step: int) -> None:
         """The step's metrics (rlx.step_log) to the loggers: metrics.csv's row."""
         optim = {"optim/lr": self.schedule().get_last_lr()[0], "train/skipped_updates": float(self.guard.skipped)}
-        metrics = step_metrics(batch, stats, losses, optim, self.sampler.metrics())
+        sampler = self.sampler.metrics()
+        if isinstance(self.env, EpisodeDriver):  # env=verifiers: its drift and error counts (env/...)
+            sampler = {**sampler, **self.env.metrics()}
+        metrics = step_metrics(batch, stats, losses, optim, sampler)
         # (perf) to the loggers and callback_metrics directly: Lightning's self.log costs 10 ms a step here
         # (rlx.callbacks.step_metrics); Lightning's own progress bar, when enabled, still gets the three it shows
         publish_step_metrics(self.trainer, metrics, step)
@@ -311,7 +316,7 @@ class RLModule(LightningModule):
 
     def validation_step(self, rows: list[dict], batch_idx: int) -> None:
         chunk = self.algo.generation_batch_size  # the KV cache holds one chunk at a time
-        if self.env is not None and self.env.max_turns > 1:  # whole episodes through the turn loop
+        if runs_episodes(self.env):  # whole episodes: through the turn loop, or the environment's own
             rollout = Rollout(self.policy, self.tokenizer, self.rollout, self.reward, self.env, self.max_context_tokens)
             evaluate = partial(held_out_episodes, rollout, rows, self.task.max_new_tokens, chunk)
         else:  # one answer per row, scored by the reward

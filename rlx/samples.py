@@ -23,7 +23,7 @@ def spread_over_prompts(prompt_index: list[int], count: int) -> list[int]:
 def reference_fields(reward) -> tuple[str, ...]:
     """The row fields written beside a completion: a reward whose row fields hold expected values the policy
     must never see (unit tests) lists the safe ones (`sample_fields`), else those it reads (`required_fields`)."""
-    return tuple(getattr(reward, "sample_fields", getattr(reward, "required_fields", ())))
+    return tuple(reward.sample_fields)
 
 
 def append_samples(

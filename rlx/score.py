@@ -85,13 +85,12 @@ def build_reward(name: str, overrides: list[str], task: object = None) -> Reward
     from hydra.utils import get_class
 
     from rlx.checks import build_node
+    from rlx.rewards.base import as_reward
 
     cfg = compose_config([f"reward={name}", *overrides])
-    reward = build_node(cfg, "reward")
-    if hasattr(reward, "show_expected"):  # the user's own evaluation: a failure names the value expected
-        reward.show_expected = True
-    if hasattr(reward, "bind"):  # reward=math's strict=null: the composed task decides, as in training
-        reward.bind(task if task is not None else get_class(cfg.data._target_))
+    reward = as_reward(build_node(cfg, "reward"))
+    reward.show_expected = True  # the user's own evaluation: a failure names the value expected
+    reward.bind(task if task is not None else get_class(cfg.data._target_))  # as in training (reward=math's strict)
     return reward
 
 
@@ -146,7 +145,7 @@ def main(argv: list[str]) -> dict:
         try:
             return score_files(args, batch)
         finally:
-            getattr(batch, "close", lambda: None)()
+            batch.close()
     row, completion = load_inputs(args)
     problem = kernelbench_task(args) if args["task"].endswith(".py") else None
     reward = build_reward(args["reward"], overrides, problem)
@@ -158,15 +157,12 @@ def main(argv: list[str]) -> dict:
                 f"task={args['task']} lacks field(s) {missing} that reward={args['reward']} reads "
                 f"(it has {sorted(row)})"
             )
-        row_problem = getattr(reward, "row_problem", None)  # as training checks every row at start (rlx.checks)
-        wrong = row_problem(row) if row_problem is not None else None
+        wrong = reward.row_problem(row)  # as training checks every row at start (rlx.checks)
         if wrong:
             raise ConfigError(f"task={args['task']}: {wrong}")
         verdict = reward([completion], [row])[0]
     finally:
-        close = getattr(reward, "close", None)
-        if close is not None:
-            close()
+        reward.close()
     return verdict.to_json() if problem is None else {**verdict.to_json(), "task": problem.describe()}
 
 

@@ -27,11 +27,10 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 
 def load_tasks(path: str, reward) -> dict:
-    rows = read_rows(path, ["task_id", *getattr(reward, "required_fields", ())])
+    rows = read_rows(path, ["task_id", *reward.required_fields])
     tasks: dict = {}
-    check = getattr(reward, "row_problem", None)
     for line, row in rows:
-        problem = check(row) if check is not None else None
+        problem = reward.row_problem(row)
         if problem:
             raise DataError(f"{path}:{line}: task {row['task_id']!r}: {problem}")
         if row["task_id"] in tasks:

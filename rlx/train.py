@@ -114,6 +114,9 @@ def train(cfg: DictConfig, inputs: Inputs | None = None) -> dict:
         if ended is not err:
             raise ended from err
         raise
+    finally:
+        if module.env is not None:  # conf/env's own resources (env=openenv's server); the reward is closed above
+            module.env.close()
 
 
 def run_and_export(module: RLModule, trainer: pl.Trainer, resume: Resume, run_dir: Path, start: float) -> dict:
@@ -135,9 +138,7 @@ def run_and_export(module: RLModule, trainer: pl.Trainer, resume: Resume, run_di
     exported = export(module, world, run_dir)  # policy/ (+ adapter/ with LoRA)
     if module.env is not None:
         module.env.close()  # the environment's own resources (env=single's reward is the run's: closed below)
-    close = getattr(module.reward, "close", None)
-    if close is not None:
-        close()
+    module.reward.close()
     summary = {
         "status": "completed",
         "before": module.before_metrics,

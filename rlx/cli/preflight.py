@@ -134,10 +134,11 @@ def build_inputs(cfg: DictConfig) -> Inputs:
     rlx.train seeds those gives the same run (the default run's metrics.csv is unchanged to the last digit)."""
     task = build_node(cfg, "data")
     reward = build_node(cfg, "reward")
-    with bundled_task_hint():  # rows without the reward's fields: name the reward's own task as the fix
-        check_task(task, reward)
-    if hasattr(reward, "bind"):  # a reward whose defaults depend on the task (reward=math's strict=null)
-        reward.bind(task)
+    env = OmegaConf.select(cfg, "env")
+    if env is None or env.get("_partial_", False):  # the env scores with the run's reward (env=single): its rows
+        with bundled_task_hint():  # rows without the reward's fields: name the reward's own task as the fix
+            check_task(task, reward)
+    reward.bind(task)  # a reward whose defaults depend on the task (reward=math's strict=null)
     algo = build_node(cfg, "algo")
     advantage = build_node(cfg, "advantage")
     check_algorithm(algo, advantage, has_critic=algo.critic is not None)

@@ -12,11 +12,11 @@ import functools
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from rlx.checks import build_node
-from rlx.envs.protocol import Environment
+from rlx.envs.protocol import Environment, EpisodeDriver
 from rlx.errors import ConfigError
 
 
-def build_env(cfg: DictConfig, reward, rollout) -> tuple[Environment, int | None]:
+def build_env(cfg: DictConfig, reward, rollout) -> tuple[Environment | EpisodeDriver, int | None]:
     """The environment `cfg.env` describes and its `max_context_tokens` (None: the model's context), checked
     against the rollout engine `rollout` (conf/rollout) that will run its turns."""
     node = cfg.env.copy()

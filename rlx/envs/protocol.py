@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from rlx.envs.trajectory import Trajectory, TurnSampler
 from rlx.rewards.base import Verdict
 
 #: What the model sees next: text appended verbatim after its turn, or chat messages ({"role", "content"}:
@@ -50,3 +51,28 @@ class Environment(Protocol):
     def step(self, states: list[Any], completions: list[str]) -> list[Turn]: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class EpisodeDriver(Protocol):
+    """An environment that runs its own turn loop (env=verifiers: the library renders the conversation and calls
+    the model): it takes the rollout engine as a `TurnSampler` and returns each row's episodes already flattened,
+    one `Trajectory` per branch of its trace (normally one; more means the library's re-rendered history did not
+    extend the ids sampled before, and each branch is its own sample in the row's group)."""
+
+    required_fields: tuple[str, ...]
+    max_turns: int
+
+    def episodes(
+        self, rows: list[dict], sampler: TurnSampler, tokenizer, max_new_tokens: int
+    ) -> list[list[Trajectory]]: ...
+
+    def metrics(self) -> dict[str, float]: ...
+
+    def close(self) -> None: ...
+
+
+def runs_episodes(env: object) -> bool:
+    """Whether the held-out evaluation needs whole episodes (a multi-turn environment, or one that drives the
+    model itself) rather than one answer per row scored by the reward."""
+    return isinstance(env, EpisodeDriver) or (isinstance(env, Environment) and env.max_turns > 1)

@@ -27,7 +27,7 @@ import concurrent.futures as futures
 import multiprocessing
 import re
 
-from rlx.rewards.base import Status, Verdict
+from rlx.rewards.base import Reward, Status, Verdict
 from rlx.rewards.math_answer import braced, decide, stated_decimals, wordy
 
 # a number, not an exponent ("49 cm^2" ends in 49, not 2) nor part of a name ("x2")
@@ -120,7 +120,7 @@ def math_verify_batch(pairs: list[tuple[str, str]], timeout_s: int) -> list[bool
     return results
 
 
-class MathReward:
+class MathReward(Reward):
     required_fields = ("answer",)
 
     def __init__(self, strict: bool | None, verifier: str, format_weight: float, timeout_s: int) -> None:

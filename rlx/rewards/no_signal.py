@@ -49,7 +49,7 @@ class NoSignalWarning(Callback):
                 "rewards; %s",
                 self.steps,
                 mean,
-                answer_format_hint(getattr(pl_module.reward, "strict", None), mean),
+                answer_format_hint(pl_module.reward.strict, mean),
             )
 
 

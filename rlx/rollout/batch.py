@@ -160,15 +160,28 @@ def concat(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
 
 
 def episode_fields(parts: list[RolloutBatch]) -> dict:
-    """The joined multi-turn fields when every part has them (a multi-turn environment's rounds), else none."""
-    if any(p.turns is None for p in parts):
+    """The joined multi-turn fields when every part has them (a multi-turn environment's rounds), else none.
+    turn_rewards / turn_passed are padded with 0 / False to the most turns of any part."""
+    found = [(p.turns, p.token_turn, p.turn_rewards) for p in parts]
+    known = [(n, tt, r) for n, tt, r in found if n is not None and tt is not None and r is not None]
+    if len(known) < len(parts):
         return {}
-    out: dict[str, Any] = {}
-    for name in ("token_turn", "turn_rewards", "turn_passed", "turns"):
-        out[name] = torch.cat([getattr(p, name) for p in parts])
-    out["ends"] = [e for p in parts for e in p.ends or []]
-    out["transcripts"] = [t for p in parts for t in p.transcripts or []]
-    return out
+    k = max(r.shape[1] for _, _, r in known)
+
+    def widen(x: Tensor, value) -> Tensor:
+        return torch.nn.functional.pad(x, (0, k - x.shape[1]), value=value)
+
+    passed = [p.turn_passed for p in parts]
+    return {
+        "turns": torch.cat([n for n, _, _ in known]),  # [N]
+        "token_turn": torch.cat([tt for _, tt, _ in known]),  # [N, T] (each part already padded to one width)
+        "turn_rewards": torch.cat([widen(r, 0.0) for _, _, r in known]),  # [N, K]
+        "turn_passed": torch.cat([widen(x, False) for x in passed if x is not None])
+        if all(x is not None for x in passed)
+        else None,
+        "ends": [e for p in parts for e in p.ends or []],
+        "transcripts": [t for p in parts for t in p.transcripts or []],
+    }
 
 
 def from_trajectories(

@@ -10,6 +10,10 @@ hold nothing yet. A finished sequence leaves by `drop`: the live slots past the 
 `static=True` is the layout for a compiled decode step (torch.compile, CUDA graphs): every step has the same
 shapes, so one graph serves it. The attention reads all L columns (unwritten ones zero and masked out), the
 column written is a tensor (`position`) rather than a Python int, and the buffers have fixed addresses.
+
+`keep` (a forward over columns some of whose keys and values are already there: rlx.rollout.turn_cache puts an
+earlier turn's into the cache, then prefills a window of columns that, for rows with a shorter new suffix, starts
+inside them) leaves those columns as they are: the forward's own keys and values go only where `keep` is false.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ class SlotState:
     rows: int  # slots in the next forward (a prefix 0..n−1)
     length: int  # columns written
     position: Tensor  # [1] `length` as a tensor, the column a static step writes
+    keep: Tensor | None = None  # [n, q] bool: the next forward's columns to leave unwritten (None: write all)
 
 
 class SlotLayer(CacheLayerMixin):
@@ -68,6 +73,10 @@ class SlotLayer(CacheLayerMixin):
             return self.keys[:rows], self.values[:rows]  # [n, H_kv, L, D]
         start = self.cache.length
         end = start + key_states.shape[2]
+        keep = self.cache.keep
+        if keep is not None:  # the kept columns hold an earlier turn's keys and values: those stay
+            key_states = torch.where(keep[:, None, :, None], self.keys[:rows, :, start:end], key_states)
+            value_states = torch.where(keep[:, None, :, None], self.values[:rows, :, start:end], value_states)
         self.keys[:rows, :, start:end] = key_states  # [n, H_kv, q, D]
         self.values[:rows, :, start:end] = value_states
         return self.keys[:rows, :, :end], self.values[:rows, :, :end]  # [n, H_kv, start + q, D] views
@@ -107,6 +116,7 @@ class SlotCache(Cache):
     position = property(lambda self: self.state.position)
     length = property(lambda self: self.state.length, lambda self, v: setattr(self.state, "length", v))
     rows = property(lambda self: self.state.rows, lambda self, v: setattr(self.state, "rows", v))
+    keep = property(lambda self: self.state.keep, lambda self, v: setattr(self.state, "keep", v))
 
     def advance(self, tokens: int) -> None:
         self.length += tokens
@@ -125,6 +135,28 @@ class SlotCache(Cache):
         self.rows = k * repeats
         self.length = width
         self.position.fill_(width)
+
+    def take(self, slot: int, start: int, end: int) -> Tensor:
+        """A copy of slot `slot`'s keys and values in columns start..end−1, every layer's: [layers, 2, H_kv, n, D]."""
+        return torch.stack(
+            [
+                torch.stack((layer.keys[slot, :, start:end], layer.values[slot, :, start:end]))
+                for layer in self.slot_layers
+            ]
+        )
+
+    def put(self, slot: int, start: int, kv: Tensor) -> None:
+        """Write `take`'s [layers, 2, H_kv, n, D] into slot `slot` from column `start` on. The buffers are
+        allocated (zeroed) here if no forward did yet: the columns nothing writes are then finite for the masked
+        attention that reads them."""
+        n = kv.shape[3]
+        for layer, pair in zip(self.slot_layers, kv, strict=True):
+            if not layer.is_initialized:
+                layer.lazy_initialization(pair[0][None], pair[1][None])
+                layer.keys.zero_()
+                layer.values.zero_()
+            layer.keys[slot, :, start : start + n] = pair[0]
+            layer.values[slot, :, start : start + n] = pair[1]
 
     def drop(self, finished: list[int]) -> tuple[list[int], list[int]]:
         """Remove the live slots in `finished`: the live slots past the new end move into the holes.

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -30,7 +30,7 @@ from rlx.envs.episodes import (
     run_turns,
     safe_reset,
 )
-from rlx.envs.protocol import Environment, Turn
+from rlx.envs.protocol import Environment, EpisodeDriver, Turn
 from rlx.envs.single import RewardEnv
 from rlx.rewards.base import Reward, Status, Verdict
 from rlx.rollout.batch import RolloutBatch, concat, episode_logprobs, from_trajectories
@@ -51,12 +51,12 @@ class Rollout:
     tokenizer: Any
     engine: Generator
     reward: Reward
-    env: Environment | None = None
+    env: Environment | EpisodeDriver | None = None
     max_context_tokens: int | None = None
 
     @property
     def environment(self) -> Environment:
-        return self.env if self.env is not None else RewardEnv(self.reward)
+        return self.env if isinstance(self.env, Environment) else RewardEnv(self.reward)
 
     def stop(self) -> tuple[str, ...]:
         """The environment's stop strings: an optional attribute of an environment (none: eos ends a turn)."""
@@ -161,6 +161,8 @@ def generate_and_score(
     is the generations' own layout. Episodes that go on take their later turns together (rlx.envs.episodes).
     Groups come back in the order of `indices` (group i = rows i·G ..)."""
     timer = timer if timer is not None else Timer()
+    if isinstance(rollout.env, EpisodeDriver):  # env=verifiers: the library runs the turns, the engine samples
+        return driven_round(rollout, rollout.env, rows, indices, config, timer)
     g, env, stop = config.group_size, rollout.environment, rollout.stop()
     one_turn = env.max_turns == 1 and not stop
     stream = rollout.engine.overlap_scoring and not stop  # with stop strings a text is final once cut
@@ -173,7 +175,7 @@ def generate_and_score(
             gen = rollout.engine(
                 rollout.policy,
                 rollout.tokenizer,
-                config.request([rows[i]["prompt"] for i in chunk]),
+                replace(config.request([rows[i]["prompt"] for i in chunk]), keep_cache=not one_turn),
                 on_finished=scoring.add if stream else None,
             )
             timer.record(gen, time.perf_counter() - start)
@@ -207,6 +209,7 @@ def later_turns(rollout: Rollout, config: RolloutConfig, scored, answers: list[l
         indices += chunk
     sampler = EngineTurns(rollout, config, timer)
     run_turns(episodes, env, sampler, tokenizer, limits)
+    sampler.release()
     trajectories = [e.trajectory() for e in episodes]
     device = scored[0][0].input_ids.device
     width = max(1, max(len(t.ids) for t in trajectories))
@@ -218,6 +221,34 @@ def later_turns(rollout: Rollout, config: RolloutConfig, scored, answers: list[l
         env.max_turns,
         # μ for the mismatch metrics and the rollout correction; the update runs its own forward for π_old
         sampler_logp=episode_logprobs(trajectories, width).to(device) if reported and sampler.reported else None,
+    )
+
+
+def driven_round(
+    rollout: Rollout, env: EpisodeDriver, rows: list[dict], indices: list[int], config: RolloutConfig, timer: Timer
+) -> RolloutBatch:
+    """One round of an environment that drives the model itself: G episodes of each prompt in `indices`, every
+    model turn sampled by the engine (EngineTurns). A row's episode may come back as several trajectories (its
+    trace's branches): each is a sample of the row's group, so a group may hold more than G samples."""
+    g, tokenizer = config.group_size, rollout.tokenizer
+    sampler = EngineTurns(rollout, config, timer)
+    start, generating = time.perf_counter(), timer.generate
+    try:
+        per_row = env.episodes([rows[i] for i in indices for _ in range(g)], sampler, tokenizer, config.max_new_tokens)
+    finally:
+        sampler.release()  # the episodes' kept keys and values (rollout.keep_turn_cache)
+    timer.score += max(0.0, time.perf_counter() - start - (timer.generate - generating))  # the library's own time
+    trajectories = [t for branches in per_row for t in branches]
+    groups = [k // g for k, branches in enumerate(per_row) for _ in branches]  # [N] the row's prompt in the round
+    device = next(rollout.policy.parameters()).device
+    width = max(1, max(len(t.ids) for t in trajectories))
+    return from_trajectories(
+        trajectories,
+        torch.tensor(groups, dtype=torch.long, device=device),
+        torch.tensor([indices[k] for k in groups], dtype=torch.long, device=device),
+        tokenizer.pad_token_id,
+        env.max_turns,
+        sampler_logp=episode_logprobs(trajectories, width).to(device) if sampler.reported else None,
     )
 
 
@@ -246,13 +277,22 @@ class EngineTurns:
         out: list[Sampled] = []
         for at in range(0, len(contexts), per):
             c = self.config
-            request = GenerationRequest([], max_new_tokens, c.temperature, c.greedy, prompt_ids=contexts[at : at + per])
+            request = GenerationRequest(
+                [], max_new_tokens, c.temperature, c.greedy, prompt_ids=contexts[at : at + per], keep_cache=True
+            )
             start = time.perf_counter()
             gen = self.rollout.engine(self.rollout.policy, self.rollout.tokenizer, request)
             self.timer.record(gen, time.perf_counter() - start)
             self.reported = self.reported and gen.logprobs is not None
             out += sampled_rows(gen)
         return out
+
+    def release(self) -> None:
+        """The episodes it sampled for have ended: the engine may free what it kept for their next turns
+        (rollout=engine's kept keys and values, rlx.rollout.turn_cache)."""
+        release = getattr(self.rollout.engine, "release_turns", None)  # only rollout=engine keeps any
+        if release is not None:
+            release()
 
 
 def align_components(batches: list[RolloutBatch]) -> list[RolloutBatch]:
@@ -265,9 +305,13 @@ def align_components(batches: list[RolloutBatch]) -> list[RolloutBatch]:
 
 
 def grouped_rewards(batch: RolloutBatch, group_size: int) -> list[list[float]]:
-    rewards = batch.rewards.view(-1, group_size).tolist()
-    valid = batch.valid.view(-1, group_size).tolist()
-    return [[r for r, ok in zip(rs, oks, strict=True) if ok] for rs, oks in zip(rewards, valid, strict=True)]
+    """Each group's valid rewards, by group_index (a group holds G samples, or more where an environment that
+    drives the model returned several branches of one episode)."""
+    groups: list[list[float]] = [[] for _ in range(int(batch.group_index.max()) + 1 if len(batch.group_index) else 0)]
+    for gi, r, ok in zip(batch.group_index.tolist(), batch.rewards.tolist(), batch.valid.tolist(), strict=True):
+        if ok:
+            groups[gi].append(r)
+    return groups
 
 
 def collect(rollout: Rollout, sampler, rows: list[dict], config: RolloutConfig) -> tuple[RolloutBatch, RolloutStats]:
@@ -333,9 +377,9 @@ def zero_variance(groups: list[list[float]]) -> int:
 
 
 def kept_groups(batch: RolloutBatch, keep: list[bool], g: int) -> RolloutBatch:
-    """The round's groups the curriculum keeps (group i's completions are rows i·G .. i·G + G − 1), their group
-    ids renumbered 0 .. kept − 1."""
-    rows_kept = torch.tensor([i * g + j for i, k in enumerate(keep) if k for j in range(g)], dtype=torch.long)
-    sub = batch.select(rows_kept.to(batch.input_ids.device))
+    """The round's groups the curriculum keeps (every sample whose group_index is kept, in batch order), their
+    group ids renumbered 0 .. kept − 1."""
+    wanted = torch.tensor(keep, dtype=torch.bool, device=batch.group_index.device)  # [groups]
+    sub = batch.select(torch.nonzero(wanted[batch.group_index]).squeeze(-1))  # every sample of a kept group
     sub.group_index = torch.unique(sub.group_index, return_inverse=True)[1]
     return sub

@@ -38,6 +38,7 @@ from torch import Tensor
 from rlx.rollout.cache import SlotCache
 from rlx.rollout.sampling import sample_tokens, workspace
 from rlx.rollout.staleness import check_max_staleness
+from rlx.rollout.turn_cache import TurnCache, TurnCall
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +95,9 @@ class GenerationRequest:
     # The prompts as token ids instead (`prompts` is then ignored): a multi-turn episode's context, continued
     # exactly as the ids stand (never decoded and re-encoded: rlx.envs.episodes)
     prompt_ids: list[list[int]] | None = None
+    # Another turn will continue these completions: the engine may keep their keys and values for it
+    # (rollout.keep_turn_cache, rlx.rollout.turn_cache); False for a one-turn episode's call
+    keep_cache: bool = False
 
 
 #: `on_finished(rows, texts)`: completions final before the generation call returns (they ended with eos):
@@ -213,13 +217,25 @@ class RolloutEngine:
         they equal that forward to float rounding (`exact`): float32 logits (no bf16/fp16 weights, no
         autocast, no float64 exactness runs, whose forward keeps float64) and every module in eval mode (no
         dropout). Elsewhere, or when false, prepare runs the forward as for rollout=hf.
+    keep_turn_cache: keep each episode's keys and values from one turn to the next, so that a later turn
+        prefills only the ids appended since (rlx.rollout.turn_cache); false: re-prefill every turn's context.
+    turn_cache_mib: the kept keys and values' memory bound; over it the oldest go and their episodes re-prefill.
     """
 
     backend = "inductor"  # torch.compile's backend (tests swap in a counting one)
 
-    def __init__(self, compile: bool, overlap_scoring: bool, reuse_logprobs: bool, max_staleness: int = 0) -> None:
+    def __init__(
+        self,
+        compile: bool,
+        overlap_scoring: bool,
+        reuse_logprobs: bool,
+        max_staleness: int = 0,
+        keep_turn_cache: bool = True,
+        turn_cache_mib: float = 1024.0,
+    ) -> None:
         self.compile, self.overlap_scoring, self.reuse_logprobs = compile, overlap_scoring, reuse_logprobs
         self.max_staleness = check_max_staleness(max_staleness)
+        self.turns = TurnCache(turn_cache_mib) if keep_turn_cache else None
         self._compiled: dict[int, object] = {}
 
     def forward_fn(self, model):
@@ -246,7 +262,8 @@ class RolloutEngine:
         `repeats` completions, lay them out."""
         max_new_tokens, temperature, repeats = request.max_new_tokens, request.temperature, request.repeats
         ids, mask = request_ids(tokenizer, request, next(model.parameters()).device)  # [K, P]
-        cache, logits = self.prefill(model, ids, mask, repeats, max_new_tokens)  # logits: [N, V]
+        turns = self.turns.begin(model, ids, mask, repeats, request.keep_cache) if self.turns is not None else None
+        cache, logits = self.prefill(model, ids, mask, repeats, max_new_tokens, turns)  # logits: [N, V]
         reusable = self.reuse_logprobs and exact(model, logits.dtype)
         state = DecodeState.start(ids, mask, repeats, max_new_tokens, tokenizer.pad_token_id)
         buffers = workspace(state.rows, logits.shape[-1], ids.device)  # the sampler's [N, V] scratch, every step
@@ -257,36 +274,52 @@ class RolloutEngine:
             live = cache.rows
             state.record(t, token, logp, entropy, live)
             if t == max_new_tokens - 1:
+                if turns is not None:
+                    turns.keep_slots(cache, state.slot_row, state.tokens, list(range(live)), t)
                 break
             finished = (token == tokenizer.eos_token_id).nonzero().squeeze(-1).tolist()
             if finished and on_finished is not None:
                 state.report(finished, t, tokenizer, on_finished)
+            if finished and turns is not None:  # kept before their slots are reused
+                turns.keep_slots(cache, state.slot_row, state.tokens, finished, t)
             if len(finished) == live:
                 break
             if finished:  # they leave the decode batch: the tail's live slots move into their places
                 state.move(*cache.drop(finished))
             logits = step()  # [n, V]
-        return state.generation(tokenizer, ids, mask, repeats, temperature, reusable)
+        gen = state.generation(tokenizer, ids, mask, repeats, temperature, reusable)
+        return gen if turns is None else replace(gen, metrics=turns.metrics())
 
-    def prefill(self, model, ids: Tensor, mask: Tensor, repeats: int, max_new_tokens: int) -> tuple[SlotCache, Tensor]:
+    def release_turns(self) -> None:
+        """Free the kept keys and values: the episodes of the round have ended (rlx.rollout.collect)."""
+        if self.turns is not None:
+            self.turns.release()
+
+    def prefill(
+        self, model, ids: Tensor, mask: Tensor, repeats: int, max_new_tokens: int, turns: TurnCall | None = None
+    ) -> tuple[SlotCache, Tensor]:
         """One prefill per distinct prompt [K, P]; its keys and values go into the slots of its `repeats`
         completions. Returns the decode cache (K·repeats slots of P + max_new_tokens columns) and the logits
-        [N, V] of each completion's first token."""
+        [N, V] of each completion's first token. `turns`: the keys and values kept from earlier turns, where
+        there are some, with only the rest prefilled."""
         k, width_p = ids.shape
         layers = model.config.get_text_config().num_hidden_layers
         prefill = SlotCache(layers, k, width_p)
-        out = model(
-            input_ids=ids,
-            attention_mask=mask,
-            position_ids=(mask.cumsum(-1) - 1).clamp(min=0),  # [K, P] as in the trainer's forward
-            use_cache=True,
-            logits_to_keep=1,
-            **{cache_argument(model): prefill},
-        )
-        prefill.advance(width_p)
+        logits = turns.prefill(model, cache_argument(model), ids, mask, prefill) if turns is not None else None
+        if logits is None:
+            out = model(
+                input_ids=ids,
+                attention_mask=mask,
+                position_ids=(mask.cumsum(-1) - 1).clamp(min=0),  # [K, P] as in the trainer's forward
+                use_cache=True,
+                logits_to_keep=1,
+                **{cache_argument(model): prefill},
+            )
+            prefill.advance(width_p)
+            logits = out.logits[:, -1]  # [K, V]
         cache = SlotCache(layers, k * repeats, width_p + max_new_tokens, static=self.compile, device=ids.device)
         cache.fill_from(prefill, repeats)
-        return cache, out.logits[:, -1].repeat_interleave(repeats, dim=0)  # [N, V]
+        return cache, logits.repeat_interleave(repeats, dim=0)  # [N, V]
 
     def step(self, forward, cache_key: str, cache: SlotCache, state: DecodeState) -> Tensor:
         """One decode step of the live slots (each slot's latest token in, the next token's logits [n, V] out).

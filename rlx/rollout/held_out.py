@@ -82,6 +82,9 @@ def held_out_episodes(
             assert seed is not None, "sampled held-out episodes need their seed"
             torch.manual_seed(eval_seed(*seed))
         batch = generate_and_score(rollout, rows, list(range(len(rows))), config)
+    if len(batch.rewards) != len(rows) * repeats:  # an episode returned as several branches: score its first
+        first = [i for i, gi in enumerate(batch.group_index.tolist()) if batch.group_index[:i].eq(gi).sum() < repeats]
+        batch = batch.select(torch.tensor(first, dtype=torch.long, device=batch.group_index.device))
     verdicts = [
         Verdict(float(r), Status(s), details={"episode": t})
         for r, s, t in zip(batch.rewards.tolist(), batch.statuses, batch.transcripts or [{}] * len(rows), strict=True)

@@ -27,13 +27,39 @@ REQUIRED = {
         "data.cpu_max_elements=null",
         "reward=triton",
     ],
+    # the environment libraries' choices (docs/envs_libraries.md; tests/envs/ builds the env ones via build_env)
+    ("data", "reasoning_gym"): [
+        "reward=reasoning_gym",
+        "data.name=leg_counting",
+        "data.train_size=2",
+        "data.val_size=2",
+    ],
+    ("reward", "reasoning_gym"): ["data.name=leg_counting", "data.train_size=2", "data.val_size=2"],
+    ("env", "reasoning_gym"): ["reward=reasoning_gym", "data.name=leg_counting"],
+    ("env", "skyrl_gym"): ["env.id=gsm8k_multi_turn"],
+    ("env", "openenv"): ["env.environment=tests.envs.fixtures_openenv:GuessEnvironment"],
 }
 # Building these objects reads files; composing and resolving them is what this test checks.
-COMPOSE_ONLY = {("data", "jsonl"), ("data", "hf_dataset"), ("data", "humaneval")}
+COMPOSE_ONLY = {
+    ("data", "jsonl"),
+    ("data", "hf_dataset"),
+    ("data", "humaneval"),
+    ("env", "skyrl_gym"),
+    ("env", "openenv"),
+}
+# env=verifiers and its rows (data=verifiers, read from env's keys) play a verifiers taskset module; building them
+# needs the [verifiers] extra, and tests/envs/test_verifiers_tokens.py builds both from the real config.
+REQUIRED[("env", "verifiers")] = ["env.taskset=vf_arith"]
+REQUIRED[("data", "verifiers")] = ["env=verifiers", "env.taskset=vf_arith"]
+COMPOSE_ONLY |= {("env", "verifiers"), ("data", "verifiers")}
 # Building rollout=vllm needs vLLM (its own venv: the CI job tests/rollout/test_vllm_engine.py builds it there);
 # without it, building refuses in one line naming the extra (tests/rollout/test_vllm_engine.py tests that too).
 if importlib.util.find_spec("vllm") is None:
     COMPOSE_ONLY.add(("rollout", "vllm"))
+# The environment libraries' options build only where their extra is installed (CI installs them: .ci/run).
+for module, options_of_extra in (("reasoning_gym", [("data", "reasoning_gym"), ("reward", "reasoning_gym")]),):
+    if importlib.util.find_spec(module) is None:
+        COMPOSE_ONLY.update(options_of_extra)
 
 
 def options(group: str) -> list[str]:

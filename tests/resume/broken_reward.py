@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from rlx.cli import status
+from rlx.rewards.base import Reward
 from rlx.rewards.math import MathReward
 
 
-class ScorerDown:
+class ScorerDown(Reward):
     """Every call raises, so every sample is INFRA, held-out rows included."""
 
     def __init__(self, **settings) -> None:  # takes the replaced reward's settings

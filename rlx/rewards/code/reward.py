@@ -20,7 +20,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 
-from rlx.rewards.base import Status, Verdict
+from rlx.rewards.base import Reward, Status, Verdict
 from rlx.rewards.code.checker import run_program, run_stdio
 from rlx.rewards.code.compare import OUTPUT_MODES, Comparison, outputs_match
 from rlx.rewards.code.formats import CODE_FROM, FORMATS, RowError, Tests, candidate_code, parse
@@ -53,7 +53,7 @@ def import_problem(detail: str) -> str:
     )
 
 
-class CodeTestsReward:
+class CodeTestsReward(Reward):
     required_fields: tuple[str, ...] = ()  # formats differ per row: `row_problem` checks each row at start
     show_expected: bool = False  # verdicts carry the expected value and the test's text (set by rlx.score only)
 

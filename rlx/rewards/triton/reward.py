@@ -52,7 +52,7 @@ import dataclasses
 import hashlib
 import secrets
 
-from rlx.rewards.base import Status, Verdict
+from rlx.rewards.base import Reward, Status, Verdict
 from rlx.rewards.sandbox.session import Failure, Limits, Sandbox, Session
 from rlx.rewards.triton.plan import plan_score
 from rlx.rewards.triton.records import CandidateTrial, ReferenceTrial, Timing, first_by_trial
@@ -232,7 +232,7 @@ def _speedup(candidate: object, reference: object) -> float | None:
     return ref.ms / new.ms
 
 
-class TritonReward:
+class TritonReward(Reward):
     required_fields = ("source",)
 
     def __init__(
