@@ -44,7 +44,9 @@ class RlxChatHarness(vf.Harness[vf.HarnessConfig]):
             # loopback HTTP only; no timeout: a turn waits for the whole batch's sampling (verifiers' own
             # agent and episode timeouts bound it)
             http = httpx.AsyncClient(timeout=None, verify=False)
-            CLIENTS[loop] = openai.AsyncOpenAI(base_url=endpoint, api_key=secret, http_client=http, max_retries=0)
+            # (openai's type for http_client names httpx2 in some releases; the object is the httpx client it uses)
+            kwargs = {"base_url": endpoint, "api_key": secret, "http_client": http, "max_retries": 0}
+            CLIENTS[loop] = openai.AsyncOpenAI(**kwargs)  # type: ignore[arg-type, unused-ignore]
         return CLIENTS[loop].with_options(base_url=endpoint, api_key=secret)
 
     async def launch(self, ctx, trace, runtime, endpoint, secret, mcp_urls, data, **_) -> vf.ProgramResult:
@@ -56,7 +58,7 @@ class RlxChatHarness(vf.Harness[vf.HarnessConfig]):
             messages.extend(message_to_wire(m) for m in prompt)
         client = self.client(endpoint, secret)
         try:
-            reply = await client.chat.completions.create(model=ctx.model, messages=messages)  # type: ignore[arg-type]
+            reply = await client.chat.completions.create(model=ctx.model, messages=messages)  # type: ignore[arg-type, unused-ignore]
         except openai.APIError as err:  # a stopped rollout (max_turns, a @stop) answers 400: verifiers reads it
             return vf.ProgramResult(exit_code=1, stdout="", stderr=str(err))
         return vf.ProgramResult(exit_code=0, stdout=reply.choices[0].message.content or "", stderr="")
