@@ -16,6 +16,7 @@ from omegaconf import DictConfig
 
 from rlx.cli import configs, implied
 from rlx.cli.hydra_callbacks import FailedJob, RunDirBusy
+from rlx.distributed.env import env_is_rank_zero
 from rlx.errors import explain
 
 log = logging.getLogger("rlx")
@@ -73,7 +74,8 @@ def report_stop(cfg: DictConfig, stopped: SystemExit) -> None:
     signum = stop.pending() or getattr(stopped, "signum", None)
     code = 128 + signum if signum else stopped.code
     step = getattr(stopped, "step", None)
-    status.write_stopped(cfg.run_dir, code, step)
+    if env_is_rank_zero():  # every rank of trainer=ddp stops alike; one writes the run's status.json
+        status.write_stopped(cfg.run_dir, code, step)
     if signum:
         checkpoint = Path(str(cfg.checkpoint.dirpath)) / "last.ckpt"
         where = f"after step {step}" if step is not None else f"during {status.phase()}"

@@ -75,7 +75,7 @@ def write_atomic(path: Path, data: str | bytes, what: str | None = None) -> None
     """`path` holds `data`, or (after any failure) what it held before: a temporary sibling, flushed to disk,
     renamed over it."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # one per process: two never rename each other's
     with guarded(path, what, partial=tmp):
         with open(tmp, "wb") as handle:
             handle.write(data.encode() if isinstance(data, str) else data)

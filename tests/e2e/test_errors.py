@@ -106,7 +106,7 @@ def test_score_with_an_unknown_reward_names_the_options(tmp_path, test_cache):
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, output(proc)
     assert proc.stderr.strip() == (
         "rlx.score: error: reward=mathh: no such option. did you mean reward=math? "
-        "Options of reward: math, triton, unit_tests"
+        "Options of reward: math, reasoning_gym, triton, unit_tests"
     ), output(proc)
 
 
