@@ -30,6 +30,12 @@ def build_env(cfg: DictConfig, reward, rollout) -> tuple[Environment | EpisodeDr
         )
     built = build_node(OmegaConf.create({"env": node}), "env")
     env = built(reward=reward) if isinstance(built, functools.partial) else built
+    if not isinstance(env, (Environment, EpisodeDriver)):
+        raise ConfigError(
+            f"env._target_ builds {type(env).__module__}.{type(env).__qualname__}, which is not an environment: give "
+            "it required_fields, max_turns, reset(rows), step(states, completions) and close() (rlx.envs.protocol, "
+            "docs/envs.md)"
+        )
     turns = getattr(env, "max_turns", None)
     if isinstance(turns, bool) or not isinstance(turns, int) or turns < 1:
         raise ConfigError(f"env.max_turns={turns!r} must be a whole number of model turns >= 1 (e.g. env.max_turns=2)")

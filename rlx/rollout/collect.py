@@ -56,7 +56,11 @@ class Rollout:
 
     @property
     def environment(self) -> Environment:
-        return self.env if isinstance(self.env, Environment) else RewardEnv(self.reward)
+        if self.env is None:
+            return RewardEnv(self.reward)
+        if not isinstance(self.env, Environment):  # rlx.envs.build checked it: an EpisodeDriver runs its own turns
+            raise TypeError(f"{type(self.env).__name__} runs its own turns (EpisodeDriver): it has no reset/step")
+        return self.env
 
     def stop(self) -> tuple[str, ...]:
         """The environment's stop strings: an optional attribute of an environment (none: eos ends a turn)."""
