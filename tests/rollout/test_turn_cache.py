@@ -240,12 +240,17 @@ def test_a_round_of_episodes_is_the_same_with_the_kept_cache(llama):
     assert timers[0].engine["rollout/kv_reused_tokens"] > 0 and "rollout/kv_reused_tokens" not in timers[1].engine
 
 
+def eager_backend(graph, example_inputs):
+    """dynamo's graphs, run eagerly (module-level: anything that keeps it still pickles)."""
+    return graph.forward
+
+
 def test_a_compiled_decode_keeps_its_static_slots_too(llama):
     """compile=true: the decode cache is the static layout (all L columns, zeros past the written ones); the kept
     columns are the same, so turn 2 is the eager re-prefill's (dynamo's graphs run eagerly here)."""
-    model, tok = llama
+    model, tok = copy.deepcopy(llama[0]), llama[1]  # compiling leaves state on the model: not the session's
     compiled = engine(True)
-    compiled.compile, compiled.backend = True, lambda graph, example_inputs: graph.forward
+    compiled.compile, compiled.backend = True, eager_backend
     _, kept, contexts = two_turns(compiled, model, tok)
     _, fresh, _ = two_turns(engine(False), model, tok)
     assert torch.equal(kept.input_ids, fresh.input_ids)
