@@ -21,6 +21,8 @@ Shapes: N episodes, T completion tokens, K = the most model turns an episode of 
 
 from __future__ import annotations
 
+import abc
+
 import torch
 from torch import Tensor
 
@@ -123,8 +125,9 @@ class TurnCredit(Estimator):
             raise ValueError(f"advantage.std_eps must be > 0 or null (got {std_eps}); null: no std division")
         self.gamma, self.baseline, self.std_eps = float(gamma), baseline, std_eps
 
+    @abc.abstractmethod
     def per_turn_signal(self, turn_rewards: Tensor, turns: Tensor) -> Tensor:
-        raise NotImplementedError  # each subclass: its per-turn quantity [N, K]
+        """Each subclass's per-turn quantity [N, K]."""
 
     def __call__(self, batch) -> tuple[Tensor, None]:
         turn_rewards, token_turn, turns = episode_turns(batch)  # [N, K], [N, T], [N]

@@ -16,6 +16,7 @@ embedded one) or one chat message of that role (`user`, `tool`) rendered as the 
 
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,7 +77,7 @@ class EpisodeState:
     turns: int = 0
 
 
-class FeedbackEnv:
+class FeedbackEnv(abc.ABC):
     """Score each turn with `reward`; a PASS (or an INFRA verdict) ends the episode, anything else comes back
     as `describe(verdict, row, completion)`. Subclasses write `describe` (and may widen `done`)."""
 
@@ -96,8 +97,9 @@ class FeedbackEnv:
     def done(self, verdict: Verdict) -> bool:
         return verdict.status in (Status.PASS, Status.INFRA)
 
+    @abc.abstractmethod
     def describe(self, verdict: Verdict, row: dict, completion: str) -> str:
-        raise NotImplementedError
+        """The observation a user would see after this verdict (each environment its own)."""
 
     def step(self, states: list[Any], completions: list[str]) -> list[Turn]:
         verdicts = self.reward(completions, [s.row for s in states])
@@ -113,3 +115,4 @@ class FeedbackEnv:
 
     def close(self) -> None:
         """Nothing of its own to release: the reward is the run's (rlx.train binds, checks and closes it)."""
+        return None

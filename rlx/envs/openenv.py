@@ -137,7 +137,7 @@ class OpenEnvEnv:
             self.action_cls = action_class_of(env_cls, action_class)
 
     def _session(self) -> Session:
-        if self.server_cfg.get("module") is None:
+        if self.server_cfg["module"] is None:
             return InProcessSession(self.env_cls, self.env_kwargs, self.action_cls)
         if self.server is None:
             cfg = self.server_cfg
@@ -146,7 +146,7 @@ class OpenEnvEnv:
 
     def reset(self, rows: list[dict]) -> list[Episode]:
         limit = self.server_cfg["max_concurrent_envs"]
-        if self.server_cfg.get("module") is not None and len(rows) > limit:
+        if self.server_cfg["module"] is not None and len(rows) > limit:
             raise ConfigError(
                 f"{len(rows)} episodes in flight need as many server sessions, but env.server.max_concurrent_envs="
                 f"{limit}: raise it (and the server app's create_app max_concurrent_envs) to at least {len(rows)}"
