@@ -147,3 +147,29 @@ def test_an_observation_of_the_wrong_type_is_the_environments_error():
         observation_ids(TOK, 42, ended_with_eos=True)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="no chat template"):
         observation_ids(TOK, [{"role": "user", "content": "x"}], ended_with_eos=True)
+
+
+def test_a_template_that_rewrites_history_leaves_the_sampled_turn_as_sampled():
+    """A Qwen3-style template drops an earlier assistant turn's <think> block when the conversation goes on
+    (MULTITURN.md trap 3). The turn loop never re-renders the model's turn: the observation is only the template's
+    continuation after it, so the ids the model sampled, <think> block included, stay in the context unchanged."""
+    tok = build_char_tokenizer()
+    tok.chat_template = (
+        "{% for m in messages %}{% set c = m['content'] %}"
+        "{% if m['role'] == 'assistant' and not loop.last %}{% set c = c.split('</think>')[-1] %}{% endif %}"
+        "<{{ m['role'] }}>{{ c }}</s>\n{% endfor %}"
+        "{% if add_generation_prompt %}<assistant>{% endif %}"
+    )
+    sampled = tok.encode("<think>hmm</think>7", add_special_tokens=False) + [tok.eos_token_id]
+    context = tok.encode("<user>3+4=</s>\n<assistant>", add_special_tokens=False) + sampled
+    obs, text = observation_ids(tok, [{"role": "user", "content": "no"}], ended_with_eos=True)
+    assert text == "\n<user>no</s>\n<assistant>"  # the continuation alone, whatever the template does to history
+    extended = context + obs
+    assert extended[: len(context)] == context  # the sampled turn, <think> included, is kept id for id
+    conversation = [
+        {"role": "user", "content": "3+4="},
+        {"role": "assistant", "content": "<think>hmm</think>7"},
+        {"role": "user", "content": "no"},
+    ]
+    rerendered = tok.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)
+    assert "<think>" not in rerendered  # what re-rendering would have trained on instead (the trap avoided)
