@@ -94,6 +94,7 @@ MIXED = re.compile(r"(-?)(\d+)\s*\\frac\s*(?:\{(\d+)\}|(\d))\s*(?:\{(\d+)\}|(\d)
 OVERLINE = re.compile(r"(-?)(\d*)\.(\d*)\\overline\{(\d{1,100})\}")
 ELLIPSIS = re.compile(r"(-?)(\d*)\.(\d+)\s*\\ldots")
 MAX_CYCLE = 100  # digits of a repeating block
+PLAIN_INTEGER = re.compile(r"-?[0-9]{1,100}", re.ASCII)  # ASCII digits only: int() also reads "٣" and "1_0"
 WORDS = re.compile(r" (?:or|and) ")  # "x = 2 or x = 3": two solutions (after normalise, spaces are single)
 
 
@@ -356,6 +357,8 @@ def decide(predicted: str, reference: str) -> bool | None:
     An answer longer than MAX_CHARS is only ever equal to the same text (no reading cost grows with its size)."""
     if len(predicted) > MAX_CHARS or len(reference) > MAX_CHARS:
         return predicted.strip() == reference.strip()
+    if PLAIN_INTEGER.fullmatch(predicted) and PLAIN_INTEGER.fullmatch(reference):
+        return int(predicted) == int(reference)  # (perf) what the reading below gives two bare integers, ~100x sooner
     if sorted(RELATION.findall(_decorated(predicted))) != sorted(RELATION.findall(_decorated(reference))):
         return False  # "\neq 7", "x > 7", "not 7", "7?" against 7
     (unit_p, percent_p), (unit_r, percent_r) = units(predicted), units(reference)

@@ -3,12 +3,14 @@ only to the reference's stated precision; and the recall corpus's confusion matr
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 
 import pytest
 
 from rlx.rewards.base import Status
 from rlx.rewards.math import MathReward, hedged
+from rlx.rewards import math_answer
 from rlx.rewards.math_answer import Items, Number, Text, decide, read
 from tests.rewards.recall.math_corpus import ADVERSARIAL, HONEST
 
@@ -83,6 +85,18 @@ def test_answers_are_read_as_values(answer, value):
 )
 def test_decide(predicted, reference, same):
     assert decide(predicted, reference) is same
+
+
+def test_bare_integers_decide_as_their_reading_does(monkeypatch):
+    """decide's shortcut for two bare integers changes no decision: leading zeros, -0, 2^64 - 1 against 2^64 and
+    100 digits decide as the full reading does, and a sign, digits of another script, an underscore or a space
+    take the reading path."""
+    answers = ["0", "-0", "7", "007", "-7", "12", "120", "18446744073709551615", "18446744073709551616", "9" * 100]
+    answers += ["+7", "\u0663", "1_0", " 7", "7.0", "1,000", "3", "١٢"]
+    shortcut = {(p, r): decide(p, r) for p in answers for r in answers}
+    monkeypatch.setattr(math_answer, "PLAIN_INTEGER", re.compile(r"(?!)"))  # never matches: the reading decides
+    assert {(p, r): decide(p, r) for p in answers for r in answers} == shortcut
+    assert shortcut[("007", "7")] is True and shortcut[("18446744073709551615", "18446744073709551616")] is False
 
 
 @pytest.mark.parametrize(
