@@ -8,9 +8,9 @@ from fractions import Fraction
 
 import pytest
 
+from rlx.rewards import math_answer
 from rlx.rewards.base import Status
 from rlx.rewards.math import MathReward, hedged
-from rlx.rewards import math_answer
 from rlx.rewards.math_answer import Items, Number, Text, decide, read
 from tests.rewards.recall.math_corpus import ADVERSARIAL, HONEST
 
