@@ -10,8 +10,11 @@ backward turned into the gradient in place:
 
     ∂ log p_t / ∂ z_v = (1[v = y_t] − softmax(z / τ)_v) / τ,   ∂/∂h = (∂/∂z) W,   ∂/∂W = (∂/∂z)ᵀ h.
 
-A micro-batch whose logits fit in KEEP_LOGITS_BYTES keeps them for that (one backward only); a larger one
-recomputes them tile by tile in the backward (one more matmul), so its memory is one tile. Same values and
+A micro-batch whose logits fit in KEEP_LOGITS_BYTES keeps each tile's e = exp(z − m_b) from the forward (m_b the
+running maximum at that block, e ≤ 1, so nothing underflows that exp(z − log Σ exp z) would not) and the backward
+takes p = e · exp(m_b − log Σ_v exp z_v) without another exp pass (one backward only; with `entropy_grad` it keeps
+z itself); a larger one recomputes the logits tile by tile in the backward (one more matmul), so its memory is
+one tile. Same values and
 gradients as the logits path to float rounding (tests/rollout/test_head.py).
 
 The entropy H = −Σ_v p_v log p_v is a metric without gradient, unless `entropy_grad` (an entropy bonus in the
@@ -145,18 +148,21 @@ class _HeadLogProbs(torch.autograd.Function):
             picked = torch.zeros_like(top)  # [c] z_y
             for block in columns:  # online log-sum-exp over the vocabulary blocks
                 z = _scaled_logits(h, weight[block], temperature)  # [c, v]
-                if ctx.kept is not None:
-                    ctx.kept.append(z)
                 new_top = torch.maximum(top, z.amax(-1))  # [c]
                 rescale = torch.exp(top - new_top)  # [c] (0 on the first block)
-                e = torch.exp(z - new_top[:, None])  # [c, v]
-                total = total * rescale + e.sum(-1)
-                if with_entropy:
-                    weighted = weighted * rescale + (e * z).sum(-1)
-                top = new_top
                 inside = (y >= block.start) & (y < block.start + z.shape[1])  # [c] targets in this block
                 local = (y - block.start).clamp(0, z.shape[1] - 1)[:, None]
                 picked = torch.where(inside, z.gather(-1, local).squeeze(-1), picked)
+                if entropy_grad and ctx.kept is not None:
+                    ctx.kept.append((z, new_top))  # its backward needs log p itself (below)
+                # e = exp(z − top_b) [c, v]: in place over z unless the entropy still reads z
+                e = torch.exp(z - new_top[:, None]) if with_entropy else z.sub_(new_top[:, None]).exp_()
+                total = total * rescale + e.sum(-1)
+                if with_entropy:
+                    weighted = weighted * rescale + (e * z).sum(-1)
+                if not entropy_grad and ctx.kept is not None:  # p = e · exp(top_b − log Σ exp z) in the backward
+                    ctx.kept.append((e, new_top))
+                top = new_top
             normaliser[part] = top + total.log()
             logp[part] = picked - normaliser[part]
             if with_entropy:  # H = log Σ exp(z) − Σ_v p_v z_v
@@ -189,16 +195,21 @@ class _HeadLogProbs(torch.autograd.Function):
             lse, g_h = normaliser[part, None], grad_entropy[part, None] / temperature  # [c, 1] each
             for j, block in enumerate(columns):
                 w = weight[block]  # [v, H]
-                z = next(tiles) if tiles is not None else _scaled_logits(h, w, temperature)  # [c, v]
+                z, top = next(tiles) if tiles is not None else (_scaled_logits(h, w, temperature), None)  # [c, v]
                 inside = (y >= block.start) & (y < block.start + z.shape[1])  # [c]
                 local = (y - block.start).clamp(0, z.shape[1] - 1)[:, None]
+                # p = softmax(z): from kept tiles e · exp(top_b − lse) (the forward's e = exp(z − top_b), or z
+                # itself with entropy_grad); recomputed, exp(z − lse). Both branches below take p the same way,
+                # so an entropy bonus of 0 changes no gradient bit (tests/algos/test_entropy_bonus.py)
                 if not ctx.entropy_grad:  # the default: the entropy is a metric without gradient
-                    grad_z = z.sub_(lse).exp_()  # p [c, v]
+                    grad_z = z.mul_(torch.exp(top[:, None] - lse)) if top is not None else z.sub_(lse).exp_()  # p
                     grad_z.mul_(-g)  # −p_v g / τ
                 else:
+                    p = torch.exp(z - top[:, None]).mul_(torch.exp(top[:, None] - lse)) if top is not None else None
                     log_p = z.sub_(lse)  # [c, v]
+                    p = p if p is not None else log_p.exp()
                     # −p_v (g + g_H (log p_v + H)): the log-prob's and the entropy's gradients
-                    grad_z = log_p.add(entropy[part, None]).mul_(g_h).add_(g).mul_(log_p.exp().neg_())
+                    grad_z = log_p.add(entropy[part, None]).mul_(g_h).add_(g).mul_(p.neg_())
                 grad_z.scatter_add_(-1, local, g * inside[:, None])  # + 1[v = y] g / τ  [c, v]
                 if grad_hidden is not None:
                     term = (grad_z.to(weight.dtype) @ w).to(dtype)  # [c, H]

@@ -39,12 +39,15 @@ def test_tiled_values_and_entropy_equal_the_full_log_softmax(tiles, temperature)
     torch.testing.assert_close(entropy, expected_entropy, atol=1e-12, rtol=0)
 
 
-@pytest.mark.parametrize("entropy_grad", [False, True])
+@pytest.mark.parametrize("entropy", ["none", "metric", "grad"])  # the kept tiles are exps, or logits for "grad"
 @pytest.mark.parametrize("keep", [True, False])
-def test_tiled_gradients_equal_the_full_log_softmax(tiles, monkeypatch, entropy_grad, keep):
+def test_tiled_gradients_equal_the_full_log_softmax(tiles, monkeypatch, entropy, keep):
     monkeypatch.setattr(head_module, "KEEP_LOGITS_BYTES", 1 << 20 if keep else 0)
     hidden, weight, targets = inputs()
-    logp, entropy = head_logprobs(hidden, weight, targets, 0.7, entropy_grad=entropy_grad)
+    entropy_grad = entropy == "grad"
+    logp, entropy = head_logprobs(
+        hidden, weight, targets, 0.7, with_entropy=entropy != "none", entropy_grad=entropy_grad
+    )
     expected_logp, expected_entropy = reference(hidden, weight, targets, 0.7)
     loss, expected = (logp**2).sum(), (expected_logp**2).sum()
     if entropy_grad:  # an entropy bonus weighted per position
