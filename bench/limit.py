@@ -113,7 +113,7 @@ def cut_uneven(gen, tokenizer, step: int):
 
     import torch
 
-    from rlx.rollout.engine import decode_texts
+    from rlx.rollout.generation import decode_texts
 
     n, width_t = gen.response_mask.shape
     width_p = gen.input_ids.shape[1] - width_t

@@ -69,7 +69,8 @@ def probe(policy_dir: str) -> dict[str, str]:
 
     from rlx.data.arithmetic import ArithmeticTask, carry_dropped_sum, true_sum
     from rlx.envs.arithmetic_retry import hints
-    from rlx.rollout.engine import GenerationRequest, RolloutEngine
+    from rlx.rollout.engine import RolloutEngine
+    from rlx.rollout.generation import GenerationRequest
 
     torch.set_num_threads(1)
     model = AutoModelForCausalLM.from_pretrained(policy_dir).eval()

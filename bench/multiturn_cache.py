@@ -35,7 +35,8 @@ from _models import model_dir
 
 from rlx.data.arithmetic import ArithmeticTask
 from rlx.models.loading import load_local
-from rlx.rollout.engine import Generation, GenerationRequest, RolloutEngine
+from rlx.rollout.engine import RolloutEngine
+from rlx.rollout.generation import Generation, GenerationRequest
 
 FEEDBACK = " That is not right. Check the carry of the units digit, then give the sum again as one number: "
 

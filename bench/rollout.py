@@ -32,8 +32,9 @@ from _models import matmul_gflops, model_dir, parameters
 
 from rlx.data.arithmetic import ArithmeticTask
 from rlx.models.loading import load_local
-from rlx.rollout.engine import GenerationRequest, RolloutEngine
+from rlx.rollout.engine import RolloutEngine
 from rlx.rollout.generate import HFGenerate
+from rlx.rollout.generation import GenerationRequest
 
 
 def measure(generator, model, tokenizer, prompts: list[str], new_tokens: int, group: int, seed: int) -> float:

@@ -211,7 +211,7 @@ def check_overlong_choice(value: str) -> str:
 
 
 def prompt_lengths(tokenizer, prompts: list[str], batch: int = 512) -> list[int]:
-    """Each prompt's token count as the rollout encodes it (rlx.rollout.engine.encode_prompts: no special tokens
+    """Each prompt's token count as the rollout encodes it (rlx.rollout.generation.encode_prompts: no special tokens
     added), in batches: one pass, whatever the number of rows."""
     lengths: list[int] = []
     for start in range(0, len(prompts), batch):

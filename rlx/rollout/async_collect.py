@@ -40,7 +40,7 @@ from rlx.errors import ConfigError
 from rlx.rollout.async_sampler import Job, Sampled, SamplerProcess, snapshot
 from rlx.rollout.batch import RolloutBatch
 from rlx.rollout.collect import Rollout, RolloutConfig, RolloutStats, collect
-from rlx.rollout.engine import Generation, GenerationRequest, OnFinished
+from rlx.rollout.generation import Generation, GenerationRequest, OnFinished
 from rlx.rollout.staleness import admissions, sampling_version
 
 

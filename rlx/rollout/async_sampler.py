@@ -33,7 +33,7 @@ import torch.multiprocessing as mp
 from torch import Tensor
 
 from rlx.errors import RlxError
-from rlx.rollout.engine import Generation, GenerationRequest, Generator
+from rlx.rollout.generation import Generation, GenerationRequest, Generator
 from rlx.seeding import seed_step
 
 log = logging.getLogger(__name__)

@@ -34,7 +34,7 @@ from rlx.envs.protocol import Environment, EpisodeDriver, Turn
 from rlx.envs.single import RewardEnv
 from rlx.rewards.base import Reward, Status, Verdict
 from rlx.rollout.batch import RolloutBatch, concat, episode_logprobs, from_trajectories
-from rlx.rollout.engine import Generation, GenerationRequest, Generator
+from rlx.rollout.generation import Generation, GenerationRequest, Generator
 from rlx.rollout.scoring import Inline, Scoring, Stepper
 
 log = logging.getLogger(__name__)

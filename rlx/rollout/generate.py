@@ -5,14 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from rlx.rollout.engine import (
-    Generation,
-    GenerationRequest,
-    OnFinished,
-    decode_texts,
-    request_ids,
-    response_layout,
-)
+from rlx.rollout.generation import Generation, GenerationRequest, OnFinished, decode_texts, request_ids, response_layout
 from rlx.rollout.staleness import check_max_staleness
 
 
@@ -24,7 +17,7 @@ class HFGenerate:
     rows before it returns (`on_finished` is never called: generate keeps every row to the end)."""
 
     def __init__(self, overlap_scoring: bool, max_staleness: int = 0) -> None:
-        self.overlap_scoring = overlap_scoring  # see rlx.rollout.engine.Generator
+        self.overlap_scoring = overlap_scoring  # see rlx.rollout.generation.Generator
         self.max_staleness = check_max_staleness(max_staleness)  # > 0: in a sampler process (async_collect)
 
     def __call__(

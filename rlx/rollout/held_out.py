@@ -18,7 +18,7 @@ import torch
 
 from rlx.rewards.base import Reward, Status, Verdict
 from rlx.rollout.collect import Rollout, RolloutConfig, generate_and_score
-from rlx.rollout.engine import GenerationRequest, Generator
+from rlx.rollout.generation import GenerationRequest, Generator
 from rlx.rollout.scoring import score
 from rlx.seeding import eval_seed, isolated_rng
 

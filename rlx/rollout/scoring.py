@@ -75,7 +75,7 @@ class Scoring:
         self.seconds = 0.0  # time inside the environment (its calls run one at a time, on the pool's thread)
 
     def add(self, rows: list[int], texts: list[str]) -> None:
-        """`on_finished`: these rows' completions are final (rlx.rollout.engine.Generator)."""
+        """`on_finished`: these rows' completions are final (rlx.rollout.generation.Generator)."""
         for row, text in zip(rows, texts, strict=True):
             if row in self.reported:
                 raise RuntimeError(f"the rollout engine reported row {row} finished twice")

@@ -36,14 +36,7 @@ import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
 from rlx.errors import ConfigError
-from rlx.rollout.engine import (
-    Generation,
-    GenerationRequest,
-    OnFinished,
-    decode_texts,
-    request_ids,
-    response_layout,
-)
+from rlx.rollout.generation import Generation, GenerationRequest, OnFinished, decode_texts, request_ids, response_layout
 
 log = logging.getLogger(__name__)
 

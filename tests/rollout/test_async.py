@@ -18,7 +18,8 @@ from rlx.rewards.base import Status, Verdict
 from rlx.rollout.async_collect import AsyncCollect, throughput
 from rlx.rollout.async_sampler import SamplerDied, load_weights, snapshot, trainable
 from rlx.rollout.collect import Rollout, RolloutConfig, collect
-from rlx.rollout.engine import Generation, RolloutEngine, decode_texts, response_layout
+from rlx.rollout.engine import RolloutEngine
+from rlx.rollout.generation import Generation, decode_texts, response_layout
 from rlx.rollout.staleness import admissions, check_max_staleness, sampling_version, staleness
 from rlx.seeding import seed_step
 from tests.conftest import compose_config

@@ -13,7 +13,7 @@ import torch
 from rlx.curriculum.uniform import UniformSampler
 from rlx.rewards.base import Status, Verdict
 from rlx.rollout.collect import Rollout, RolloutConfig, collect
-from rlx.rollout.engine import Generation, GenerationRequest
+from rlx.rollout.generation import Generation, GenerationRequest
 
 TOKENIZER = types.SimpleNamespace(pad_token_id=0)
 ROWS = [{"prompt": f"p{i}", "answer": i} for i in range(12)]

@@ -12,8 +12,9 @@ import torch
 
 import rlx.rollout.engine as engine_module
 from rlx.forward.logprobs import sequence_logprobs
-from rlx.rollout.engine import GenerationRequest, RolloutEngine
+from rlx.rollout.engine import RolloutEngine
 from rlx.rollout.generate import HFGenerate
+from rlx.rollout.generation import GenerationRequest
 
 from .conftest import PROMPTS
 

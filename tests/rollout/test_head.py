@@ -14,7 +14,8 @@ import rlx.forward.head as head_module
 import rlx.forward.logprobs as logprobs_module
 from rlx.forward.head import head_logprobs, split_head
 from rlx.forward.logprobs import forward_logprobs
-from rlx.rollout.engine import GenerationRequest, RolloutEngine
+from rlx.rollout.engine import RolloutEngine
+from rlx.rollout.generation import GenerationRequest
 
 from .conftest import PROMPTS
 

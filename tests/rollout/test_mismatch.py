@@ -14,7 +14,8 @@ import torch
 
 from rlx.algos.correction import OffPolicySequenceMask, SequenceMIS, SequenceTIS, TokenMIS, TokenTIS
 from rlx.forward.logprobs import sequence_logprobs
-from rlx.rollout.engine import GenerationRequest, RolloutEngine
+from rlx.rollout.engine import RolloutEngine
+from rlx.rollout.generation import GenerationRequest
 from rlx.rollout.mismatch import mismatch_metrics
 
 from .conftest import PROMPTS

@@ -11,8 +11,8 @@ import torch
 from rlx.forward.logprobs import sequence_logprobs
 from rlx.rewards.base import Status, Verdict
 from rlx.rollout.collect import to_batch
-from rlx.rollout.engine import GenerationRequest
 from rlx.rollout.generate import HFGenerate
+from rlx.rollout.generation import GenerationRequest
 from rlx.rollout.mismatch import batch_mismatch, mismatch_metrics
 
 from .conftest import PROMPTS

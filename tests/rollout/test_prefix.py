@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from rlx.forward.prefix import shared_prefix_logits
-from rlx.rollout.engine import GenerationRequest, RolloutEngine
+from rlx.rollout.engine import RolloutEngine
+from rlx.rollout.generation import GenerationRequest
 
 from .conftest import PROMPTS
 

@@ -21,8 +21,9 @@ from rlx.models.reference import FrozenReference
 from rlx.models.tiny import build_tiny_llama
 from rlx.rollout.batch import concat
 from rlx.rollout.collect import Rollout, RolloutConfig, generate_and_score
-from rlx.rollout.engine import GenerationRequest, RolloutEngine
+from rlx.rollout.engine import RolloutEngine
 from rlx.rollout.generate import HFGenerate
+from rlx.rollout.generation import GenerationRequest
 from rlx.train import train
 from rlx.update import prepare
 from tests.algos.helpers import ScriptedReward, compose_algo

@@ -12,8 +12,9 @@ import torch
 from rlx.curriculum.uniform import UniformSampler
 from rlx.rewards.base import Status, Verdict
 from rlx.rollout.collect import Rollout, RolloutConfig, collect
-from rlx.rollout.engine import GenerationRequest, RolloutEngine
+from rlx.rollout.engine import RolloutEngine
 from rlx.rollout.generate import HFGenerate
+from rlx.rollout.generation import GenerationRequest
 
 from .conftest import PROMPTS
 

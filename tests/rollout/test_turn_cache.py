@@ -14,7 +14,8 @@ from rlx.envs.protocol import Turn
 from rlx.errors import ConfigError
 from rlx.rewards.base import Status, Verdict
 from rlx.rollout.collect import Rollout, RolloutConfig, Timer, generate_and_score
-from rlx.rollout.engine import GenerationRequest, RolloutEngine
+from rlx.rollout.engine import RolloutEngine
+from rlx.rollout.generation import GenerationRequest
 from rlx.rollout.turn_cache import BLOCK, TurnCache
 
 from .conftest import PROMPTS

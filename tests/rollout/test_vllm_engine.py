@@ -16,7 +16,8 @@ from rlx.forward.logprobs import sequence_logprobs
 from rlx.models.adapters import plain_copy
 from rlx.models.tiny import build_tiny_llama
 from rlx.models.tokenizer import build_char_tokenizer
-from rlx.rollout.engine import GenerationRequest, RolloutEngine
+from rlx.rollout.engine import RolloutEngine
+from rlx.rollout.generation import GenerationRequest
 from rlx.rollout.vllm_engine import VLLMEngine, merged_weights
 from tests.conftest import output, run_cli
 
