@@ -28,7 +28,7 @@ import multiprocessing
 import re
 
 from rlx.rewards.base import Reward, Status, Verdict
-from rlx.rewards.math_answer import braced, decide, stated_decimals, wordy
+from rlx.rewards.math_answer import MINUS, braced, decide, stated_decimals, wordy
 
 # a number, not an exponent ("49 cm^2" ends in 49, not 2) nor part of a name ("x2")
 NUMBER = re.compile(r"(?<![\^\w.{])(?:-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])(?!,\d)|-?\d+(?:\.\d+)?|-?\.\d+)")
@@ -68,7 +68,7 @@ def extract_answer(text: str) -> str | None:
     spans = [a or b for a, b in MATH_SPAN.findall(text) if not WORD.search(a or b)]
     if spans and spans[-1].strip():
         return spans[-1].strip()
-    numbers = NUMBER.findall(text)
+    numbers = NUMBER.findall(text.translate(MINUS))  # "it is –4": a typographic minus is a minus
     return numbers[-1] if numbers else None
 
 

@@ -31,8 +31,11 @@ Rules (each pinned by tests/rewards/test_math*.py):
   "x =" or "x \\in", a trailing period, `\\left`/`\\right`, LaTeX spacing, and what renders as nothing or
   struck out (`\\phantom{8}7` is 7, and so is `7\\cancel{8}`). When both answers state a unit they must state
   the same one (7 hours is not 7 minutes). A percent is its number or its hundredth: `25\\%` matches 25 and 0.25.
-- A stated relation other than equality (`\\neq 7`, `x > 7`, "not 7") or a question mark never matches an
-  answer without the same relation.
+- A stated relation other than equality (`\\neq 7`, `x > 7`, "not 7", `\\approx 7`, `\\sim 7`, "~7") or a question
+  mark never matches an answer without the same relation.
+- Spellings outside LaTeX read as their LaTeX: superscripts are exponents ("10⁸" is 10^{8}, "7²" is 49),
+  typographic minus signs are minus signs ("–7" is -7), `±`/`∓`/`\\mp` are `\\pm` (two values), `\\lor`/`\\vee`
+  are "or" (two answers).
 """
 
 from __future__ import annotations
@@ -88,8 +91,19 @@ TOKEN = re.compile(rf"\s*({NUMBER}|\\frac|\\sqrt|\\pi|\\cdot|\\times|\\div|[-+*/
 BRACKETS = {"(": (")", "]"), "[": (")", "]"), "\\{": ("\\}",)}
 HIDDEN = ("\\phantom", "\\hphantom", "\\vphantom", "\\cancel", "\\bcancel", "\\xcancel", "\\sout", "\\st")
 RELATION = re.compile(
-    r"\\neq?\b|\\not\b|\\n?[lg]eq?\b|\\[lg]eqslant\b|\\[lg]t\b|\\l?neg\b|!=|[<>≠≤≥¬]|\bnot\b|\?", re.IGNORECASE
+    r"\\neq?\b|\\not\b|\\n?[lg]eq?\b|\\[lg]eqslant\b|\\[lg]t\b|\\l?neg\b|!=|[<>≠≤≥¬]|\bnot\b|\?"
+    r"|\\approx(?:eq)?\b|\\(?:sim|simeq|thicksim|cong)\b|[≈∼≃≅]",  # "about 7" is not 7
+    re.IGNORECASE,
 )
+# A tilde is LaTeX's unbreakable space, except right before a number at the start or after a space ("~7", "is
+# ~7"): there it says "about", the relation \approx.
+ABOUT = re.compile(r"(?:^|(?<=\s))~(?=\s*[-+]?\.?\d)")
+# Typographic minus signs (the hyphen, the figure and en dashes, the small and full-width hyphen-minus): a minus,
+# so "–7" is -7, never 7 with a stray mark a symbolic verifier would drop.
+MINUS = str.maketrans(dict.fromkeys("\u2010\u2011\u2012\u2013\u2212\ufe63\uff0d", "-"))
+SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻", "0123456789+-")
+SUPERSCRIPT = re.compile("[⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻]+")  # 10⁸ is 10^{8} and 7² is 49: an exponent, not a digit to drop
+LOGICAL = re.compile(r"\\(?:lor|vee)\b|∨|\\(?:land|wedge)\b|∧")  # "7 \lor 8" is "7 or 8": two answers
 MIXED = re.compile(r"(-?)(\d+)\s*\\frac\s*(?:\{(\d+)\}|(\d))\s*(?:\{(\d+)\}|(\d))|(-?)(\d+)\s+(\d+)/(\d+)")
 OVERLINE = re.compile(r"(-?)(\d*)\.(\d*)\\overline\{(\d{1,100})\}")
 ELLIPSIS = re.compile(r"(-?)(\d*)\.(\d+)\s*\\ldots")
@@ -167,11 +181,15 @@ def _strip_delimiters(text: str) -> str:
 
 def _decorated(answer: str) -> str:
     """The answer without delimiters, LaTeX styling and what renders as nothing or struck out."""
-    text = answer.replace("−", "-").replace("{,}", ",").replace("**", "").replace("π", "\\pi ")
+    text = answer.translate(MINUS).replace("{,}", ",").replace("**", "").replace("π", "\\pi ")
     text = text.replace("×", "\\times ").replace("·", "\\cdot ").replace("÷", "\\div ")
+    text = text.replace("±", "\\pm ").replace("∓", "\\pm ")
+    text = re.sub(r"\\mp(?![A-Za-z])", r"\\pm", text)  # a ∓ b is the same two values as a ± b
+    text = SUPERSCRIPT.sub(lambda m: "^{" + m.group(0).translate(SUPERSCRIPTS) + "}", text)
+    text = LOGICAL.sub(lambda m: " and " if m.group(0) in ("\\land", "\\wedge", "∧") else " or ", text)
     text = re.sub(r"\.\.\.|…|\\[lc]?dots\b", r"\\ldots ", text).rstrip()  # an ellipsis is one mark, not periods
     text = re.sub(r"√\s*(\d+)", r"\\sqrt{\1}", text)
-    text = _strip_delimiters(text)
+    text = ABOUT.sub(r"\\approx ", _strip_delimiters(text))
     text = re.sub(r"\\[dt]frac", r"\\frac", text)
     text = re.sub(r"\\left\b|\\right\b|\\displaystyle\b", "", text)
     text = _unwrap(text, HIDDEN, keep=False)
