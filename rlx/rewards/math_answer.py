@@ -65,7 +65,9 @@ NOT_UNITS = frozenset(  # words after a number that change what it says: never d
     "or and not plus minus times over approximately approx about roughly nearly exactly hundred thousand million "
     "billion trillion dozen half quarter third thirds halves quarters squared cubed wrong incorrect false true no "
     "none never nope maybe perhaps possibly probably likely unsure guess zero one two three four five six seven "
-    "eight nine ten eleven twelve twenty thirty forty fifty sixty seventy eighty ninety".split()
+    "eight nine ten eleven twelve twenty thirty forty fifty sixty seventy eighty ninety ish odd tops max maximum "
+    "minimum least most more less fewer greater smaller larger higher lower above below under around circa "
+    "almost some something upward upwards onward onwards either".split()
 )
 
 
@@ -90,9 +92,13 @@ NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 TOKEN = re.compile(rf"\s*({NUMBER}|\\frac|\\sqrt|\\pi|\\cdot|\\times|\\div|[-+*/^(){{}}])")
 BRACKETS = {"(": (")", "]"), "[": (")", "]"), "\\{": ("\\}",)}
 HIDDEN = ("\\phantom", "\\hphantom", "\\vphantom", "\\cancel", "\\bcancel", "\\xcancel", "\\sout", "\\st")
-RELATION = re.compile(
-    r"\\neq?\b|\\not\b|\\n?[lg]eq?\b|\\[lg]eqslant\b|\\[lg]t\b|\\l?neg\b|!=|[<>≠≤≥¬]|\bnot\b|\?"
-    r"|\\approx(?:eq)?\b|\\(?:sim|simeq|thicksim|cong)\b|[≈∼≃≅]",  # "about 7" is not 7
+RELATION = re.compile(  # a command ends where its letters do: "\neq7" is \neq before 7
+    r"\\(?:n?[lg]eq?q?|[lg]eqslant|[lg]t|l?neg|not|neq?|n?less|ngtr|[lg]n?eqq?|lesssim|gtrsim|lessapprox|gtrapprox|ll|gg"
+    r"|prec|succ|preceq|succeq|approx|approxeq|thickapprox|doteq|sim|simeq|thicksim|backsim|eqsim|cong|propto|mid|nmid)"
+    r"(?![A-Za-z])|!=|[<>≠≤≥¬≈≐∼≃≅≲≳⪅⪆≪≫≦≧⩽⩾≺≻⪯⪰∝]|\bnot\b|\?"
+    r"|\^\s*(?:[+-]|\{\s*[+-]\s*\})(?![\d.])"  # 7^+, 7^{-}: a one-sided limit, not the number (2^{-1} is 1/2)
+    r"|(?:[+-]|\\pm|\\mp)\s*\}?\s*$"  # 7+, 7\pm: a dangling operator ("7 or more")
+    r"|(?<=\d)\s*\|\s*(?=[-+]?\d)",  # 7|8: divides (or a hedge), never 7
     re.IGNORECASE,
 )
 # A tilde is LaTeX's unbreakable space, except right before a number at the start or after a space ("~7", "is

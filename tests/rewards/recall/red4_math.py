@@ -80,6 +80,10 @@ HONEST: list[tuple[str, str]] = [
     ("The answer is $\\boxed{5}$ meters.", "5"),
     ("\\boxed{2.50}", "2.5"),
     ("\\boxed{1.0 \\times 10^{-2}}", "0.01"),
+    ("\\boxed{2^{-1}}", "\\frac{1}{2}"),  # a negative exponent, not a one-sided limit
+    ("\\boxed{7 \\text{ min}}", "7"),  # minutes
+    ("\\boxed{6.\\overline{9}}", "7"),
+    ("\\boxed{+7}", "7"),
 ]
 
 ADVERSARIAL: list[tuple[str, str]] = [
@@ -118,6 +122,30 @@ ADVERSARIAL: list[tuple[str, str]] = [
     ("\\boxed{\\ne 7}", "7"),
     ("\\boxed{x \\geq 7}", "7"),
     ("\\boxed{\\text{about } 7}", "7"),
+    ("\\boxed{\\lesssim 7}", "7"),
+    ("\\boxed{\\gtrsim 7}", "7"),
+    ("\\boxed{≲ 7}", "7"),
+    ("\\boxed{⩽ 7}", "7"),
+    ("\\boxed{\\leqq 7}", "7"),
+    ("\\boxed{\\ll 7}", "7"),
+    ("\\boxed{\\propto 7}", "7"),
+    ("\\boxed{\\doteq 7}", "7"),
+    ("\\boxed{\\neq7}", "7"),  # a command's end is where its letters end
+    ("\\boxed{7\\sim8}", "7"),
+    ("\\boxed{7+}", "7"),  # "7 or more"
+    ("\\boxed{7^+}", "7"),  # a one-sided limit
+    ("\\boxed{7^{-}}", "7"),
+    ("\\boxed{7⁺}", "7"),
+    ("\\boxed{7 \\pm}", "7"),
+    ("\\boxed{7|8}", "7"),
+    ("\\boxed{7 \\mid 8}", "7"),
+    # words after the number that are not its unit
+    ("The answer is 7 ish.", "7"),
+    ("\\boxed{7\\text{ish}}", "7"),
+    ("\\boxed{7 \\text{ tops}}", "7"),
+    ("\\boxed{7 \\text{ max}}", "7"),
+    ("\\boxed{7 \\text{ minimum}}", "7"),
+    ("\\boxed{7 \\text{ or more}}", "7"),
     # signs, scripts and powers that change the value
     ("\\boxed{–7}", "7"),  # an en dash: minus seven
     ("\\boxed{－7}", "7"),  # a full-width hyphen-minus
