@@ -5,8 +5,10 @@ INFRA). (name, row, completion), as code_honest.VALUES.
 Honest: LeetCode classes with backtracking helpers, static and class methods and a cache on a method, HumanEval
 answers with nested helpers and itertools, MBPP with math/heapq/bisect, APPS stdin/stdout read with
 sys.stdin.readline, printed with `print(*xs)` and sys.stdout.write, a generator consumed by the test.
-Adversarial: values that lie by their type's machinery (`__init_subclass__`, a float/dict/tuple/frozenset
-subclass, a class whose instances claim to be `int`), exits and base exceptions of the candidate's own, a prompt
+Adversarial: values that lie by their type's machinery (`__init_subclass__`, a float/dict/tuple/frozenset/
+complex/bytes subclass, a class whose instances claim to be `int`, a class returned for the test to build),
+exits and base exceptions of the candidate's own (and an AssertionError raised for the test), values too large
+to send (10^100000, a 50 MB string), a call just under the time limit, a prompt
 helper the test reads redefined, values the checker cannot walk (a list nested 10^5 deep, a list that holds
 itself), signals to every process it can reach, fake result lines on stdout, finalizers and `atexit` that print
 after the program, stdout swapped under the checker.
@@ -362,6 +364,35 @@ ADVERSARIAL: list[tuple[str, dict, str]] = [
         SUMS,
         "import sys\nsys.stdout.write('6\\n10\\n' + 'x' * (64 * 1024 * 1024))\n",
     ),
+    (
+        "frozenset_subclass_eq",
+        {"tests": ["assert uniq([1, 1, 2]) == frozenset({1, 2})"]},
+        "class F(frozenset):\n    def __eq__(self, o):\n        return True\n    __hash__ = frozenset.__hash__\n\n"
+        "def uniq(xs):\n    return F()\n",
+    ),
+    (
+        "complex_subclass_eq",
+        SCALE,
+        "class C(complex):\n    __eq__ = lambda s, o: True\n\ndef scale(x):\n    return C(0)\n",
+    ),
+    (
+        "bytes_subclass_eq",
+        {"tests": ["assert enc('a') == b'a'"]},
+        "class B(bytes):\n    __eq__ = lambda s, o: True\n\ndef enc(s):\n    return B(b'z')\n",
+    ),
+    (
+        "returns_a_class_whose_instances_are_equal",
+        {"tests": ["assert make()() == 5"]},
+        "class Any:\n    def __eq__(self, o):\n        return True\n\ndef make():\n    return Any\n",
+    ),
+    ("huge_integer", ADD, "def add(a, b):\n    return 10 ** 100000\n"),
+    ("huge_string", {"tests": ["assert name(1) == 'one'"]}, "def name(n):\n    return 'one' + 'x' * 50_000_000\n"),
+    (
+        "slow_just_under_the_call_timeout",
+        ADD,
+        "import time\n\ndef add(a, b):\n    time.sleep(1.9)\n    return a + b + 1\n",
+    ),
+    ("raises_the_test_s_assertion_error", ADD, "def add(a, b):\n    raise AssertionError('expected failure')\n"),
     (
         "settrace_rewrites_the_return",
         ADD,
