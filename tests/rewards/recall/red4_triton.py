@@ -259,6 +259,113 @@ HONEST: list[tuple[str, str, str]] = [
     ),
 ]
 
+HONEST += [
+    (
+        "module_constexpr_and_default_block",
+        "relu_squared",
+        HEADER
+        + py("""
+
+        SCALE = tl.constexpr(1.0)
+
+
+        @triton.jit
+        def relu_sq_kernel(x_ptr, out_ptr, n_elements, BLOCK: tl.constexpr = 512):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            mask = offs < n_elements
+            x = tl.load(x_ptr + offs, mask=mask)
+            r = tl.maximum(x, 0.0) * SCALE
+            tl.store(out_ptr + offs, r * r, mask=mask)
+
+
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                if not x.is_contiguous():
+                    x = x.contiguous()
+                x = x.to(torch.float32)
+                out = torch.empty_like(x, memory_format=torch.contiguous_format)
+                n = x.numel()
+                relu_sq_kernel[(triton.cdiv(n, 512),)](x, out, n)
+                return out
+    """),
+    ),
+    (
+        "two_dimensional_tiles_keyword_launch",
+        "relu",
+        HEADER
+        + py("""
+
+
+        @triton.jit
+        def relu_2d(x_ptr, y_ptr, M, N, stride_xm, stride_xn, stride_ym, stride_yn,
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+            pid_m = tl.program_id(0)
+            pid_n = tl.program_id(1)
+            rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+            rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+            mask = (rm[:, None] < M) & (rn[None, :] < N)
+            x = tl.load(x_ptr + rm[:, None] * stride_xm + rn[None, :] * stride_xn, mask=mask, other=0.0)
+            y = tl.where(x > 0, x, tl.zeros_like(x))
+            tl.store(y_ptr + rm[:, None] * stride_ym + rn[None, :] * stride_yn, y, mask=mask)
+
+
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.block_m, self.block_n = 8, 32
+
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                M, N = x.shape
+                y = torch.empty((M, N), device=x.device, dtype=x.dtype)
+                grid = (triton.cdiv(M, self.block_m), triton.cdiv(N, self.block_n))
+                relu_2d[grid](
+                    x_ptr=x, y_ptr=y, M=M, N=N,
+                    stride_xm=x.stride(0), stride_xn=x.stride(1), stride_ym=y.stride(0), stride_yn=y.stride(1),
+                    BLOCK_M=self.block_m, BLOCK_N=self.block_n,
+                )
+                return y
+    """),
+    ),
+    (
+        "autograd_function_wrapper",
+        "axpy",
+        HEADER
+        + py("""
+
+
+        @triton.jit
+        def _axpy_fwd(x_ptr, y_ptr, out_ptr, alpha, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            mask = offs < n
+            tl.store(out_ptr + offs, alpha * tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask),
+                     mask=mask)
+
+
+        class Axpy(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, y, alpha):
+                out = torch.empty_like(x)
+                n = out.numel()
+                _axpy_fwd[(triton.cdiv(n, 256),)](x, y, out, alpha, n, BLOCK=256)
+                ctx.alpha = alpha
+                return out
+
+            @staticmethod
+            def backward(ctx, grad):
+                return ctx.alpha * grad, grad, None
+
+
+        class ModelNew(nn.Module):
+            def __init__(self, alpha: float = 0.75):
+                super().__init__()
+                self.alpha = alpha
+
+            def forward(self, x, y):
+                return Axpy.apply(x, y, self.alpha)
+    """),
+    ),
+]
+
 ADVERSARIAL: list[tuple[str, str, str]] = [
     (
         # flip by 0-d views (select: no values read) gathered into a new tensor by torch.tensor, which copies
