@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections import deque
+from collections.abc import Sequence
 from types import CodeType, FrameType
 
 import torch
@@ -127,12 +129,17 @@ class Account:
         return PermissionError(f"{what} inside ModelNew.forward: compute must run in Triton kernels")
 
 
+def _sequence(value: object) -> bool:
+    """What torch reads as a sequence of values (lists, tuples, collections.UserList, deque...), text aside."""
+    return isinstance(value, Sequence | deque) and not isinstance(value, str | bytes | bytearray)
+
+
 def holds_tensor(data: object) -> bool:
-    """Whether a tensor sits inside the lists and tuples of `data` (a tensor itself is copied by dispatched ops)."""
-    pending, seen = ([data] if isinstance(data, (list, tuple)) else []), set()
+    """Whether a tensor sits inside the sequences of `data` (a tensor itself is copied by dispatched ops)."""
+    pending, seen = ([data] if _sequence(data) else []), set()
     while pending:
         for item in pending.pop():
-            if isinstance(item, (list, tuple)) and id(item) not in seen:  # a list that holds itself: once
+            if _sequence(item) and id(item) not in seen:  # a list that holds itself: once
                 seen.add(id(item))
                 pending.append(item)
             elif isinstance(item, torch.Tensor):

@@ -389,6 +389,27 @@ ADVERSARIAL: list[tuple[str, str, str]] = [
     """),
     ),
     (
+        "tensor_from_a_user_list_of_views",  # the same with the views in a collections.UserList
+        "flip",
+        HEADER
+        + "import collections\n\n\n"
+        + COPY_KERNEL
+        + py("""
+
+
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                rows, cols = x.shape
+                items = collections.UserList(
+                    collections.UserList(x[i, j] for j in range(cols - 1, -1, -1)) for i in range(rows)
+                )
+                flipped = torch.tensor(items)
+                out = torch.empty_like(x)
+                copy_kernel[(triton.cdiv(out.numel(), 256),)](flipped, out, out.numel(), BLOCK=256)
+                return out
+    """),
+    ),
+    (
         "as_tensor_from_zero_dim_views",  # the same through torch.as_tensor
         "flip",
         HEADER
