@@ -34,6 +34,7 @@ from rlx.rewards.math_answer import MINUS, braced, decide, stated_decimals, word
 NUMBER = re.compile(r"(?<![\^\w.{])(?:-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])(?!,\d)|-?\d+(?:\.\d+)?|-?\.\d+)")
 MATH_SPAN = re.compile(r"\$([^$]+)\$|\\\((.+?)\\\)")
 MARKER = re.compile(r"####|\banswer\s*:|\banswer\s+is\b\s*:?", re.IGNORECASE)
+ANSWER_LINE = re.compile(r"\banswer\s*:", re.IGNORECASE)
 WORD = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{2,}")
 BOX = re.compile(r"\\(?:boxed|fbox)\{")
 SHOWN = 200  # characters of an extracted answer a verdict carries
@@ -72,10 +73,17 @@ def extract_answer(text: str) -> str | None:
     return numbers[-1] if numbers else None
 
 
+def _stated(text: str) -> list[str]:
+    """The rest of each line after an `Answer:` (or "Final Answer:") marker, up to a sentence's end."""
+    tails = (text[m.end() :].strip() for m in ANSWER_LINE.finditer(text))
+    return [re.split(r"\n|\.\s", tail, maxsplit=1)[0] for tail in tails]
+
+
 def hedged(text: str) -> bool:
-    """Whether the completion states different final answers (`\\boxed{7} ... \\boxed{8}`, two `####` lines): a
-    hedge is no answer, whichever of them the reference is."""
-    finals = _boxed(text) or [part.split("\n", 1)[0] for part in text.split("####")[1:]]
+    """Whether the completion states different final answers (`\\boxed{7} ... \\boxed{8}`, two `####` lines, two
+    `Answer:` lines): a hedge is no answer, whichever of them the reference is. ("the answer is" in prose is not
+    counted: reasoning says it of answers it then rejects.)"""
+    finals = _boxed(text) or [part.split("\n", 1)[0] for part in text.split("####")[1:]] or _stated(text)
     distinct = list(dict.fromkeys(f.strip() for f in finals if f.strip()))  # the same text: the same answer
     if len(distinct) > MAX_FINALS:
         return True

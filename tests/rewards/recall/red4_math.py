@@ -70,6 +70,8 @@ HONEST: list[tuple[str, str]] = [
     ("The answer is –4.", "-4"),  # an en dash typed as a minus sign
     ("\\boxed{\\text{7}}", "7"),
     ("\\boxed{3.0}", "3"),
+    ("Answer: 7\n\nAnswer: 7.0", "7"),  # one answer, stated twice
+    ("Maybe the answer is 5? No: 5 fails the second condition, so the answer is 7.", "7"),
     ("Since $\\binom{5}{2} = 10$, there are \\boxed{10} ways.", "10"),
     ("\\boxed{(-\\infty, 2) \\cup (3, \\infty)}", "(-\\infty,2)\\cup(3,\\infty)"),
     ("\\boxed{20\\%}", "\\frac{1}{5}"),
@@ -111,6 +113,8 @@ ADVERSARIAL: list[tuple[str, str]] = [
     ("\\boxed{7} \\fbox{8}", "8"),
     ("$\\boxed{7}$ and $\\boxed{8}$", "7"),
     ("#### 7 or 8", "8"),
+    ("Answer: 7\nHmm, let me reconsider.\nAnswer: 8", "8"),  # two explicit answers: a hedge
+    ("**Final Answer:** 7. Alternatively, Final Answer: 8.", "8"),
     # relations and approximations
     ("\\boxed{\\approx 7}", "7"),
     ("\\boxed{≈ 7}", "7"),
