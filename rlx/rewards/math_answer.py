@@ -22,9 +22,9 @@ Rules (each pinned by tests/rewards/test_math*.py):
   reference must equal it, and an integer or exact reference is matched only exactly (math_verify's default
   rounds both sides to 6 digits, so 0.1234567 matched 0.1234568).
 - Commas: a comma between digits followed by exactly three digits and no further digit group of another size
-  ("1,000", "12,345,678.5") is a thousands separator; MATH's `1{,}000` too, and thin spaces ("1\\,000\\,000").
-  Every other comma separates items, so "1,2,3" is the list {1, 2, 3}, never 123. Write a list of numbers with
-  a space after each comma ("1, 234") where a thousands reading would be possible.
+  ("1,000", "12,345,678.5") is a thousands separator; MATH's `1{,}000` and `10,\\!000` too, and thin spaces
+  ("1\\,000\\,000"). Every other comma separates items, so "1,2,3" is the list {1, 2, 3}, never 123. Write a list
+  of numbers with a space after each comma ("1, 234") where a thousands reading would be possible.
 - Units and decorations are dropped: `$...$`, `\\(...\\)`, `\\boxed{}`, `\\text{...}` units after a number
   ("49\\text{ cm}^2"), unit words after a number ("49 cm^2", "12 square units", "5 dollars"; a one-letter
   unit only after a space: "5 m", while "5m" stays 5 times m), `\\$`, degrees (`^\\circ`, `°`), a leading
@@ -187,7 +187,8 @@ def _strip_delimiters(text: str) -> str:
 
 def _decorated(answer: str) -> str:
     """The answer without delimiters, LaTeX styling and what renders as nothing or struck out."""
-    text = answer.translate(MINUS).replace("{,}", ",").replace("**", "").replace("π", "\\pi ")
+    # MATH's thousands separators: 1{,}000 and 1,\!000 (a comma with its space taken back), never "1, 000"
+    text = answer.translate(MINUS).replace("{,}", ",").replace(",\\!", ",").replace("**", "").replace("π", "\\pi ")
     text = text.replace("×", "\\times ").replace("·", "\\cdot ").replace("÷", "\\div ")
     text = text.replace("±", "\\pm ").replace("∓", "\\pm ")
     text = re.sub(r"\\mp(?![A-Za-z])", r"\\pm", text)  # a ∓ b is the same two values as a ± b
@@ -238,7 +239,7 @@ def normalise(answer: str) -> str:
         text = text[: unit.start()]
     text = _unwrap(text, ("\\text", "\\textbf", "\\mbox", "\\mathrm", "\\mathbf", "\\boldsymbol", "\\bm"))
     text = text.replace("\\%", "").replace("%", "").replace("\\$", "").replace("$", "")
-    text = re.sub(r"^[A-Za-z]\s*(?:=|\\in\b)\s*(?=\S)", "", text.strip())  # "x = 5", "x \in [1, 2]"
+    text = re.sub(r"^[A-Za-z](?:\s*\(\s*[A-Za-z]\s*\))?\s*(?:=|\\in\b)\s*(?=\S)", "", text.strip())  # x = 5, f(x) = 2x
     text = SHORT_UNIT.sub("", UNIT_TAIL.sub("", text)).strip()
     word = WORD_UNIT.search(text)
     if word is not None and _is_unit(word.group(1)):

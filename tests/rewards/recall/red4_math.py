@@ -82,6 +82,10 @@ HONEST: list[tuple[str, str]] = [
     ("The answer is $\\boxed{5}$ meters.", "5"),
     ("\\boxed{2.50}", "2.5"),
     ("\\boxed{1.0 \\times 10^{-2}}", "0.01"),
+    ("\\boxed{10,\\!000}", "10000"),  # MATH's own thousands separator
+    ("\\boxed{10000}", "10,\\!000"),
+    ("The answer is $\\boxed{1,\\!234,\\!567}$.", "1234567"),
+    ("\\boxed{f(x) = 2x+3}", "2x+3"),
     ("\\boxed{2^{-1}}", "\\frac{1}{2}"),  # a negative exponent, not a one-sided limit
     ("\\boxed{7 \\text{ min}}", "7"),  # minutes
     ("\\boxed{6.\\overline{9}}", "7"),
