@@ -233,6 +233,63 @@ HONEST: list[tuple[str, dict, str]] = [
     ),
 ]
 
+HONEST += [
+    (
+        "apps_call_based_class_solution",
+        {
+            "input_output": {
+                "fn_name": "maxProfit",
+                "inputs": [[[7, 1, 5, 3, 6, 4]], [[7, 6, 4, 3, 1]]],
+                "outputs": [5, 0],
+            }
+        },
+        py("""
+        class Solution:
+            def maxProfit(self, prices):
+                best, low = 0, float("inf")
+                for p in prices:
+                    low = min(low, p)
+                    best = max(best, p - low)
+                return best
+    """),
+    ),
+    (
+        "stdio_open_0_float_format",
+        {"tests": [{"stdin": "3\n1 2 4\n", "stdout": "2.333333\n"}, {"stdin": "1\n5\n", "stdout": "5.000000\n"}]},
+        "data = open(0).read().split()\nn = int(data[0])\nvalues = list(map(int, data[1 : 1 + n]))\n"
+        'print("%.6f" % (sum(values) / n))\n',
+    ),
+    (
+        "stdio_buffer_read_yes_no",
+        {"tests": [{"stdin": "2\n4\n7\n", "stdout": "YES\nNO\n"}]},
+        py("""
+        import sys
+
+
+        def main() -> None:
+            data = sys.stdin.buffer.read().split()
+            t = int(data[0])
+            out = []
+            for i in range(1, t + 1):
+                out.append("YES" if int(data[i]) % 2 == 0 else "NO")
+            print("\\n".join(out))
+
+
+        main()
+    """),
+    ),
+    (
+        "humaneval_float_tolerance_memo_default",
+        {
+            "entry_point": "harmonic",
+            "test": "def check(candidate):\n    assert abs(candidate(1) - 1.0) < 1e-9\n"
+            "    assert abs(candidate(4) - 2.083333333) < 1e-6\n",
+        },
+        "def harmonic(n, _memo={0: 0.0}):\n    import math\n\n    if n not in _memo:\n"
+        "        _memo[n] = harmonic(n - 1) + 1.0 / n\n    return _memo[n] if math.isfinite(_memo[n]) else 0.0\n",
+    ),
+]
+
 ADVERSARIAL: list[tuple[str, dict, str]] = [
     (
         "prompt_helper_redefined",  # the test's `poly` is the prompt's, not this one
