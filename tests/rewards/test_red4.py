@@ -5,18 +5,24 @@ crash of the scorer)."""
 from __future__ import annotations
 
 import json
+import os
 import pathlib
+import subprocess
+import sys
 import time
 
 import pytest
+import torch
 
 from rlx.rewards.base import Status
 from rlx.rewards.math import MathReward
 from rlx.rewards.triton.reward import TritonReward
+from rlx.rewards.triton.tensors import encode_tensor
 from tests.rewards.recall import red4_code, red4_math, red4_triton
 from tests.rewards.sandbox_helpers import RUN_UID_OFFSET, configured_unit_tests_reward
 
 TASKS = pathlib.Path(__file__).parent / "recall" / "triton" / "tasks"
+REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
 # reward=math ---------------------------------------------------------------------------------------------------
@@ -134,3 +140,48 @@ def test_triton_cheat_earns_nothing(triton_verdicts, name):
     verdict = triton_verdicts[name]
     assert verdict.reward == 0.0 and verdict.components.get("correct", 0.0) == 0.0, verdict.details
     assert verdict.status in (Status.VIOLATION, Status.FAIL, Status.CRASH), verdict.details
+
+
+# The speed term (GPU only) without a GPU: the harness's timing branch with a clock that counts the distinct
+# outputs of the timed forwards in place of _time_cuda (the one function that needs CUDA).
+COUNTING_CLOCK = """
+import json, os, sys
+os.environ["TRITON_INTERPRET"] = "1"
+from rlx.rewards.triton import harness
+def counting_clock(call, repeats):
+    outputs = [call() for _ in range(repeats)]  # all alive: a new output is a new object
+    return float(len({id(o) for o in outputs}))
+harness._time_cuda = counting_clock
+program, requests = json.loads(sys.stdin.read())
+replies = []
+harness.serve(program, lambda: (requests.pop(0), []) if requests else None, lambda m, blobs=(): replies.append(m))
+print(json.dumps(replies))
+"""
+
+
+def test_triton_timed_forwards_get_inputs_of_their_own(tmp_path):
+    """A forward that keeps each output with its inputs and returns it when the same inputs come again computes
+    in every trial (each has new inputs) and, were the timed forwards given one input set, in none of them."""
+    program, _ = red4_triton.IDENTITY_CACHE
+    task = (TASKS / "relu.py").read_text()
+    inputs = [
+        [{"tensor": encode_tensor(torch.randn(16, 100, generator=torch.Generator().manual_seed(t)))}] for t in (0, 1)
+    ]
+    requests = [
+        {"op": "load", "mode": "candidate", "task": task, "init_seed": 0, "device": "cpu"},
+        *({"op": "forward", "trial": t, "inputs": inputs[t]} for t in (0, 1)),
+        {"op": "time", "inputs": inputs[0], "repeats": 5},
+    ]
+    out = subprocess.run(
+        [sys.executable, "-c", COUNTING_CLOCK],
+        input=json.dumps([program, requests]),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"},
+    )
+    replies = json.loads(out.stdout.strip().splitlines()[-1])
+    assert replies[0] == {"ok": True} and all(r["launch_count"] == 1 for r in replies[1:3]), replies
+    assert replies[3]["ms"] == 5.0, replies[3]  # five timed forwards, five outputs computed (it was 1)

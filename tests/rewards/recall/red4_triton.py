@@ -687,3 +687,32 @@ ADVERSARIAL: list[tuple[str, str, str]] = [
     """),
     ),
 ]
+
+# GPU speed term: a forward that keeps each output with its inputs (alive, so no later input reuses their
+# address) and returns it when the same inputs come again. Every trial has new inputs, so it computes in each
+# of them; the timed forwards once ran on one input set and it computed only the first.
+# Stopped by: the harness (each timed forward gets inputs of its own). (program, task)
+IDENTITY_CACHE = (
+    HEADER
+    + "\n\n"
+    + RELU_KERNEL
+    + py("""
+
+
+    class ModelNew(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.seen = {}
+
+        def forward(self, x):
+            key = x.data_ptr()
+            if key in self.seen:
+                return self.seen[key][1]
+            out = torch.empty_like(x)
+            n = x.numel()
+            relu_kernel[(triton.cdiv(n, 256),)](x, out, n, BLOCK_SIZE=256)
+            self.seen[key] = (x, out)
+            return out
+"""),
+    "relu",
+)
