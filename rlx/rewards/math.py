@@ -28,12 +28,13 @@ import multiprocessing
 import re
 
 from rlx.rewards.base import Reward, Status, Verdict
-from rlx.rewards.math_answer import braced, decide, stated_decimals, wordy
+from rlx.rewards.math_answer import MINUS, braced, decide, stated_decimals, wordy
 
 # a number, not an exponent ("49 cm^2" ends in 49, not 2) nor part of a name ("x2")
 NUMBER = re.compile(r"(?<![\^\w.{])(?:-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])(?!,\d)|-?\d+(?:\.\d+)?|-?\.\d+)")
 MATH_SPAN = re.compile(r"\$([^$]+)\$|\\\((.+?)\\\)")
 MARKER = re.compile(r"####|\banswer\s*:|\banswer\s+is\b\s*:?", re.IGNORECASE)
+ANSWER_LINE = re.compile(r"\banswer\s*:", re.IGNORECASE)
 WORD = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{2,}")
 BOX = re.compile(r"\\(?:boxed|fbox)\{")
 SHOWN = 200  # characters of an extracted answer a verdict carries
@@ -68,14 +69,21 @@ def extract_answer(text: str) -> str | None:
     spans = [a or b for a, b in MATH_SPAN.findall(text) if not WORD.search(a or b)]
     if spans and spans[-1].strip():
         return spans[-1].strip()
-    numbers = NUMBER.findall(text)
+    numbers = NUMBER.findall(text.translate(MINUS))  # "it is –4": a typographic minus is a minus
     return numbers[-1] if numbers else None
 
 
+def _stated(text: str) -> list[str]:
+    """The rest of each line after an `Answer:` (or "Final Answer:") marker, up to a sentence's end."""
+    tails = (text[m.end() :].strip() for m in ANSWER_LINE.finditer(text))
+    return [re.split(r"\n|\.\s", tail, maxsplit=1)[0] for tail in tails]
+
+
 def hedged(text: str) -> bool:
-    """Whether the completion states different final answers (`\\boxed{7} ... \\boxed{8}`, two `####` lines): a
-    hedge is no answer, whichever of them the reference is."""
-    finals = _boxed(text) or [part.split("\n", 1)[0] for part in text.split("####")[1:]]
+    """Whether the completion states different final answers (`\\boxed{7} ... \\boxed{8}`, two `####` lines, two
+    `Answer:` lines): a hedge is no answer, whichever of them the reference is. ("the answer is" in prose is not
+    counted: reasoning says it of answers it then rejects.)"""
+    finals = _boxed(text) or [part.split("\n", 1)[0] for part in text.split("####")[1:]] or _stated(text)
     distinct = list(dict.fromkeys(f.strip() for f in finals if f.strip()))  # the same text: the same answer
     if len(distinct) > MAX_FINALS:
         return True

@@ -22,17 +22,20 @@ Rules (each pinned by tests/rewards/test_math*.py):
   reference must equal it, and an integer or exact reference is matched only exactly (math_verify's default
   rounds both sides to 6 digits, so 0.1234567 matched 0.1234568).
 - Commas: a comma between digits followed by exactly three digits and no further digit group of another size
-  ("1,000", "12,345,678.5") is a thousands separator; MATH's `1{,}000` too, and thin spaces ("1\\,000\\,000").
-  Every other comma separates items, so "1,2,3" is the list {1, 2, 3}, never 123. Write a list of numbers with
-  a space after each comma ("1, 234") where a thousands reading would be possible.
+  ("1,000", "12,345,678.5") is a thousands separator; MATH's `1{,}000` and `10,\\!000` too, and thin spaces
+  ("1\\,000\\,000"). Every other comma separates items, so "1,2,3" is the list {1, 2, 3}, never 123. Write a list
+  of numbers with a space after each comma ("1, 234") where a thousands reading would be possible.
 - Units and decorations are dropped: `$...$`, `\\(...\\)`, `\\boxed{}`, `\\text{...}` units after a number
   ("49\\text{ cm}^2"), unit words after a number ("49 cm^2", "12 square units", "5 dollars"; a one-letter
   unit only after a space: "5 m", while "5m" stays 5 times m), `\\$`, degrees (`^\\circ`, `°`), a leading
   "x =" or "x \\in", a trailing period, `\\left`/`\\right`, LaTeX spacing, and what renders as nothing or
   struck out (`\\phantom{8}7` is 7, and so is `7\\cancel{8}`). When both answers state a unit they must state
   the same one (7 hours is not 7 minutes). A percent is its number or its hundredth: `25\\%` matches 25 and 0.25.
-- A stated relation other than equality (`\\neq 7`, `x > 7`, "not 7") or a question mark never matches an
-  answer without the same relation.
+- A stated relation other than equality (`\\neq 7`, `x > 7`, "not 7", `\\approx 7`, `\\sim 7`, "~7") or a question
+  mark never matches an answer without the same relation.
+- Spellings outside LaTeX read as their LaTeX: superscripts are exponents ("10⁸" is 10^{8}, "7²" is 49),
+  typographic minus signs are minus signs ("–7" is -7), `±`/`∓`/`\\mp` are `\\pm` (two values), `\\lor`/`\\vee`
+  are "or" (two answers).
 """
 
 from __future__ import annotations
@@ -62,7 +65,9 @@ NOT_UNITS = frozenset(  # words after a number that change what it says: never d
     "or and not plus minus times over approximately approx about roughly nearly exactly hundred thousand million "
     "billion trillion dozen half quarter third thirds halves quarters squared cubed wrong incorrect false true no "
     "none never nope maybe perhaps possibly probably likely unsure guess zero one two three four five six seven "
-    "eight nine ten eleven twelve twenty thirty forty fifty sixty seventy eighty ninety".split()
+    "eight nine ten eleven twelve twenty thirty forty fifty sixty seventy eighty ninety ish odd tops max maximum "
+    "minimum least most more less fewer greater smaller larger higher lower above below under around circa "
+    "almost some something upward upwards onward onwards either".split()
 )
 
 
@@ -87,9 +92,24 @@ NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 TOKEN = re.compile(rf"\s*({NUMBER}|\\frac|\\sqrt|\\pi|\\cdot|\\times|\\div|[-+*/^(){{}}])")
 BRACKETS = {"(": (")", "]"), "[": (")", "]"), "\\{": ("\\}",)}
 HIDDEN = ("\\phantom", "\\hphantom", "\\vphantom", "\\cancel", "\\bcancel", "\\xcancel", "\\sout", "\\st")
-RELATION = re.compile(
-    r"\\neq?\b|\\not\b|\\n?[lg]eq?\b|\\[lg]eqslant\b|\\[lg]t\b|\\l?neg\b|!=|[<>≠≤≥¬]|\bnot\b|\?", re.IGNORECASE
+RELATION = re.compile(  # a command ends where its letters do: "\neq7" is \neq before 7
+    r"\\(?:n?[lg]eq?q?|[lg]eqslant|[lg]t|l?neg|not|neq?|n?less|ngtr|[lg]n?eqq?|lesssim|gtrsim|lessapprox|gtrapprox|ll|gg"
+    r"|prec|succ|preceq|succeq|approx|approxeq|thickapprox|doteq|sim|simeq|thicksim|backsim|eqsim|cong|propto|mid|nmid)"
+    r"(?![A-Za-z])|!=|[<>≠≤≥¬≈≐∼≃≅≲≳⪅⪆≪≫≦≧⩽⩾≺≻⪯⪰∝]|\bnot\b|\?"
+    r"|\^\s*(?:[+-]|\{\s*[+-]\s*\})(?![\d.])"  # 7^+, 7^{-}: a one-sided limit, not the number (2^{-1} is 1/2)
+    r"|(?:[+-]|\\pm|\\mp)\s*\}?\s*$"  # 7+, 7\pm: a dangling operator ("7 or more")
+    r"|(?<=\d)\s*\|\s*(?=[-+]?\d)",  # 7|8: divides (or a hedge), never 7
+    re.IGNORECASE,
 )
+# A tilde is LaTeX's unbreakable space, except right before a number at the start or after a space ("~7", "is
+# ~7"): there it says "about", the relation \approx.
+ABOUT = re.compile(r"(?:^|(?<=\s))~(?=\s*[-+]?\.?\d)")
+# Typographic minus signs (the hyphen, the figure and en dashes, the small and full-width hyphen-minus): a minus,
+# so "–7" is -7, never 7 with a stray mark a symbolic verifier would drop.
+MINUS = str.maketrans(dict.fromkeys("\u2010\u2011\u2012\u2013\u2212\ufe63\uff0d", "-"))
+SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻", "0123456789+-")
+SUPERSCRIPT = re.compile("[⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻]+")  # 10⁸ is 10^{8} and 7² is 49: an exponent, not a digit to drop
+LOGICAL = re.compile(r"\\(?:lor|vee)\b|∨|\\(?:land|wedge)\b|∧")  # "7 \lor 8" is "7 or 8": two answers
 MIXED = re.compile(r"(-?)(\d+)\s*\\frac\s*(?:\{(\d+)\}|(\d))\s*(?:\{(\d+)\}|(\d))|(-?)(\d+)\s+(\d+)/(\d+)")
 OVERLINE = re.compile(r"(-?)(\d*)\.(\d*)\\overline\{(\d{1,100})\}")
 ELLIPSIS = re.compile(r"(-?)(\d*)\.(\d+)\s*\\ldots")
@@ -167,11 +187,16 @@ def _strip_delimiters(text: str) -> str:
 
 def _decorated(answer: str) -> str:
     """The answer without delimiters, LaTeX styling and what renders as nothing or struck out."""
-    text = answer.replace("−", "-").replace("{,}", ",").replace("**", "").replace("π", "\\pi ")
+    # MATH's thousands separators: 1{,}000 and 1,\!000 (a comma with its space taken back), never "1, 000"
+    text = answer.translate(MINUS).replace("{,}", ",").replace(",\\!", ",").replace("**", "").replace("π", "\\pi ")
     text = text.replace("×", "\\times ").replace("·", "\\cdot ").replace("÷", "\\div ")
+    text = text.replace("±", "\\pm ").replace("∓", "\\pm ")
+    text = re.sub(r"\\mp(?![A-Za-z])", r"\\pm", text)  # a ∓ b is the same two values as a ± b
+    text = SUPERSCRIPT.sub(lambda m: "^{" + m.group(0).translate(SUPERSCRIPTS) + "}", text)
+    text = LOGICAL.sub(lambda m: " and " if m.group(0) in ("\\land", "\\wedge", "∧") else " or ", text)
     text = re.sub(r"\.\.\.|…|\\[lc]?dots\b", r"\\ldots ", text).rstrip()  # an ellipsis is one mark, not periods
     text = re.sub(r"√\s*(\d+)", r"\\sqrt{\1}", text)
-    text = _strip_delimiters(text)
+    text = ABOUT.sub(r"\\approx ", _strip_delimiters(text))
     text = re.sub(r"\\[dt]frac", r"\\frac", text)
     text = re.sub(r"\\left\b|\\right\b|\\displaystyle\b", "", text)
     text = _unwrap(text, HIDDEN, keep=False)
@@ -214,7 +239,7 @@ def normalise(answer: str) -> str:
         text = text[: unit.start()]
     text = _unwrap(text, ("\\text", "\\textbf", "\\mbox", "\\mathrm", "\\mathbf", "\\boldsymbol", "\\bm"))
     text = text.replace("\\%", "").replace("%", "").replace("\\$", "").replace("$", "")
-    text = re.sub(r"^[A-Za-z]\s*(?:=|\\in\b)\s*(?=\S)", "", text.strip())  # "x = 5", "x \in [1, 2]"
+    text = re.sub(r"^[A-Za-z](?:\s*\(\s*[A-Za-z]\s*\))?\s*(?:=|\\in\b)\s*(?=\S)", "", text.strip())  # x = 5, f(x) = 2x
     text = SHORT_UNIT.sub("", UNIT_TAIL.sub("", text)).strip()
     word = WORD_UNIT.search(text)
     if word is not None and _is_unit(word.group(1)):

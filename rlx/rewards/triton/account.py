@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections import deque
+from collections.abc import Sequence
 from types import CodeType, FrameType
 
 import torch
@@ -55,6 +57,15 @@ READERS = {
 ALLOCATORS = {"empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like"}
 ALLOCATORS |= {"new_empty", "new_zeros", "new_ones", "new_full"}
 GUARDED_READERS: dict[str, object] = {}  # name -> the wrapper the harness put on torch.Tensor (launches.py)
+# Constructors that copy values out of a Python sequence (torch/csrc/utils/tensor_new.cpp) with the dispatcher's
+# Python key excluded: of `torch.tensor([[x[i, j] for j in ...] for i in ...])` (0-d views of an input: views read
+# nothing) the DispatchAccount sees only aten.lift_fresh, so a permutation or gather by views came out as a fresh
+# tensor. A tensor inside their data is a read of its values. Name -> the position of the data argument.
+FROM_DATA = {"tensor": 0, "as_tensor": 0, "asarray": 0, "new_tensor": 1, "new": 1}
+# A tensor's value handed to Python. `float(t)` is also aten._local_scalar_dense, but the legacy constructors
+# (`torch.Tensor([...])`, `torch.FloatTensor([...])`) call `__float__` on each element with the Python key
+# excluded: only this torch function mode sees them.
+SCALARS = {"__float__", "__int__", "__index__", "__bool__", "__complex__", "item"}
 
 
 def origin(frame: FrameType | None, account: Account | None = None) -> str:
@@ -118,6 +129,24 @@ class Account:
         return PermissionError(f"{what} inside ModelNew.forward: compute must run in Triton kernels")
 
 
+def _sequence(value: object) -> bool:
+    """What torch reads as a sequence of values (lists, tuples, collections.UserList, deque...), text aside."""
+    return isinstance(value, Sequence | deque) and not isinstance(value, str | bytes | bytearray)
+
+
+def holds_tensor(data: object) -> bool:
+    """Whether a tensor sits inside the sequences of `data` (a tensor itself is copied by dispatched ops)."""
+    pending, seen = ([data] if _sequence(data) else []), set()
+    while pending:
+        for item in pending.pop():
+            if _sequence(item) and id(item) not in seen:  # a list that holds itself: once
+                seen.add(id(item))
+                pending.append(item)
+            elif isinstance(item, torch.Tensor):
+                return True
+    return False
+
+
 def _tensors(value, out: list) -> list:
     if isinstance(value, torch.Tensor):
         out.append(value)
@@ -174,10 +203,16 @@ class CallGuard(TorchFunctionMode):
         for reader, wrapper in GUARDED_READERS.items():  # torch's own Python code reads through these
             if vars(torch.Tensor).get(reader) is not wrapper:
                 raise self.account.refuse(f"torch.Tensor.{reader} replaced", sys._getframe(1))
-        if name in READERS or name in ALLOCATORS:
+        if name in FROM_DATA:
+            at = FROM_DATA[name]
+            data = args[at] if len(args) > at else kwargs.get("data", kwargs.get("obj"))
+            frame = sys._getframe(1)
+            if holds_tensor(data) and origin(frame, self.account) == PROGRAM:
+                raise self.account.refuse(f"torch.{name} of a sequence holding tensors (reads their values)", frame)
+        if name in READERS or name in ALLOCATORS or name in SCALARS:
             frame = sys._getframe(1)
             if origin(frame, self.account) == PROGRAM:
-                if name in READERS:
+                if name in READERS or name in SCALARS:
                     raise self.account.refuse(f"Tensor.{name}", frame)
                 result = func(*args, **kwargs)
                 if type(result) is torch.Tensor and result.is_contiguous() and not result.requires_grad:

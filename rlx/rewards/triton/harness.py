@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import linecache
 import statistics
 from collections.abc import Callable
@@ -71,7 +72,7 @@ def _time_cuda(call: Callable[[], object], repeats: int) -> float:
     """Median ms per forward: CUDA events after warm-up, with the L2 cache flushed before each run. The only
     function here that needs a GPU (tests replace it with a fake clock to check everything around it)."""
     flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device="cuda")
-    for _ in range(3):
+    for _ in range(WARMUP):
         call()
     times = []
     for _ in range(repeats):
@@ -83,6 +84,9 @@ def _time_cuda(call: Callable[[], object], repeats: int) -> float:
         torch.cuda.synchronize()
         times.append(start.elapsed_time(end))
     return statistics.median(times)
+
+
+WARMUP = 3  # untimed forwards before the timed ones (_time_cuda)
 
 
 def _encode_input(value: object) -> dict:
@@ -277,14 +281,23 @@ def _timing(message: dict, state: dict, session: Session) -> Timing:
     """The median ms of a forward, timed like KernelBench; the candidate under the account it was checked under."""
     model, device = state["model"], state["device"]
     if state["mode"] == "candidate":
-        inputs = [_decode_input(x, device) for x in message["inputs"]]
+        given = [_decode_input(x, device) for x in message["inputs"]]
+        # Each forward gets inputs of its own, copied before the timing and all alive until it ends (new objects,
+        # new storage): the trials give every forward new inputs, so a forward that keeps its last output by its
+        # inputs' identity (id, data_ptr) and returns it when they come again computes in every trial and in no
+        # timed forward, and earned the speedup cap.
+        sets = [
+            [_clone(x) if isinstance(x, torch.Tensor) else x for x in given] for _ in range(WARMUP + message["repeats"])
+        ]
     else:
         torch.manual_seed(message["seed"])
-        inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in state["task"]["get_inputs"]()]
+        sets = [[x.to(device) if isinstance(x, torch.Tensor) else x for x in state["task"]["get_inputs"]()]]
     account = Account([], state["layers"]) if state["mode"] == "candidate" else None
     launches = Launches()
+    turn = itertools.count()
 
     def call():
+        inputs = sets[next(turn) % len(sets)]
         if account is None:
             with torch.no_grad():
                 return model(*inputs)

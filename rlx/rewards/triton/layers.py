@@ -42,6 +42,10 @@ ALLOCATIONS = {
     "arange", "linspace", "logspace", "eye", "lift_fresh",
 }  # fmt: skip
 FILLS = {("fill_", "Scalar"), ("zero_", "")}
+# Allocations whose positional arguments are sizes and Python scalars: a tensor among them is a value they read
+# (torch.linspace(x[i, j], x[i, j], 1, out=...) copied an input's elements with no other op: its Tensor overloads
+# take the bounds' values). The `*_like` / `new_*` ops take their first tensor for its shape, dtype and device only.
+FROM_VALUES = {"linspace", "logspace", "arange", "full", "scalar_tensor", "eye"}
 
 
 def type_key(kind: type) -> str:
@@ -55,6 +59,8 @@ def torch_layer(module: object) -> bool:
 
 def computes(name: str, overload: str, args: tuple, fresh: set[int]) -> bool:
     """Whether an ATen op reads values: not a view, an allocation or a constant fill of storage allocated here."""
+    if name in FROM_VALUES and any(isinstance(arg, torch.Tensor) for arg in args):
+        return True
     if name in VIEWS or name in ALLOCATIONS:
         return False
     return not ((name, overload) in FILLS and bool(args) and storage_ptr(args[0]) in fresh)

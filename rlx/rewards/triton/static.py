@@ -15,7 +15,8 @@ are resolved by scope, as Python resolves them (rlx.rewards.triton.program, .sco
     library's private attributes (`torch._C`, `t._base`, `m._parameters`) and modules reached by another path
     (`F.torch`), a module used as a value, metaclasses; the program's own private names and attributes are
     fine: an attribute is its own when read through a method's own `self` (its first parameter, never rebound)
-    or its own class;
+    or its own class; the attributes a `match` class pattern names (`case object(__globals__=g)`): no private,
+    dunder, frame or handle name;
   * setting attributes through a module-level name or an import (monkeypatching a library; a function's own
     variables, `self` and `ctx` included, are the runtime account's to judge);
   * `super(A, b)` but for its own class and instance, a class with keywords, or bases other than nn.Module,
@@ -68,6 +69,7 @@ NOT_IN_KERNELS = (
     ast.AsyncFor,
     ast.Global,
     ast.Nonlocal,
+    ast.Match,  # Triton's frontend has no match statement; interpreted, a class pattern reads any attribute
 )
 Key = tuple[str, int]
 
@@ -147,6 +149,8 @@ class _Check:
             self.attribute(node, kernel)
         elif isinstance(node, ast.Call):
             self.call(node, kernel)
+        elif isinstance(node, ast.MatchClass):
+            self.pattern(node)
         for child in ast.iter_child_nodes(node):
             self.node(child, kernel, guarded)
 
@@ -256,6 +260,14 @@ class _Check:
                 raise Refused(f"method {attr} taken from its class (its `self` could be anything)")
         if kernel and attr not in kernel_words():
             raise Refused(f".{attr} inside a kernel")
+
+    def pattern(self, node: ast.MatchClass) -> None:
+        """A class pattern reads the attributes it names (`case object(__globals__=g)` is `.__globals__`, bound to
+        g): names, not ast.Attribute nodes, which the attribute rules never saw. What the subject is cannot be
+        known, so no private or dunder name passes (a program's own included), nor a frame or handle name."""
+        for attr in node.kwd_attrs:
+            if attr.startswith("_") or attr in DENIED_NAMES:
+                raise Refused(f"a class pattern reads .{attr}")
 
     def _local_root(self, node: ast.AST) -> bool:
         """Whether an attribute chain starts at a function's own variable (`self.a.b`, `ctx`, `out`): what it

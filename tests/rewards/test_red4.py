@@ -1,0 +1,187 @@
+"""The fourth red team (tests/rewards/recall/red4_*.py), scored through each reward as the trainer calls it: one
+batch per reward, every honest case full credit, every adversarial case 0 with a label (never INFRA, never a
+crash of the scorer)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from rlx.rewards.base import Status
+from rlx.rewards.math import MathReward
+from rlx.rewards.triton.reward import TritonReward
+from rlx.rewards.triton.tensors import encode_tensor
+from tests.rewards.recall import red4_code, red4_math, red4_triton
+from tests.rewards.sandbox_helpers import RUN_UID_OFFSET, configured_unit_tests_reward
+
+TASKS = pathlib.Path(__file__).parent / "recall" / "triton" / "tasks"
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+# reward=math ---------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module", params=["exact", "math_verify"])
+def math_verdicts(request):
+    reward = MathReward(strict=False, verifier=request.param, format_weight=0.0, timeout_s=5)
+    cases = red4_math.HONEST + red4_math.ADVERSARIAL
+    try:
+        scored = reward([c for c, _ in cases], [{"answer": a} for _, a in cases])
+    finally:
+        reward.close()
+    return dict(zip(cases, scored, strict=True))
+
+
+@pytest.mark.parametrize("case", red4_math.HONEST, ids=repr)
+def test_math_honest_answer_gets_full_credit(math_verdicts, case):
+    verdict = math_verdicts[case]
+    assert verdict.status == Status.PASS and verdict.reward == 1.0, verdict
+
+
+@pytest.mark.parametrize("case", red4_math.ADVERSARIAL, ids=repr)
+def test_math_adversarial_answer_earns_nothing(math_verdicts, case):
+    verdict = math_verdicts[case]
+    assert verdict.reward == 0.0 and verdict.status in (Status.FAIL, Status.FORMAT), verdict
+
+
+@pytest.mark.parametrize("case", red4_math.SLOW, ids=lambda c: c[0][:40])
+def test_math_hard_answers_are_decided_quickly(case):
+    reward = MathReward(strict=False, verifier="exact", format_weight=0.0, timeout_s=5)
+    start = time.perf_counter()
+    (verdict,) = reward([case[0]], [{"answer": case[1]}])
+    elapsed = time.perf_counter() - start
+    assert verdict.status in (Status.PASS, Status.FAIL), verdict
+    assert elapsed < 1.0, f"{elapsed:.2f} s"
+
+
+# reward=unit_tests ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def code_verdicts():
+    reward = configured_unit_tests_reward(base_uid=60300 + RUN_UID_OFFSET)
+    cases = red4_code.HONEST + red4_code.ADVERSARIAL
+    try:
+        scored = reward([completion for _, _, completion in cases], [row for _, row, _ in cases])
+    finally:
+        reward.close()
+    return dict(zip([name for name, _, _ in cases], scored, strict=True))
+
+
+def test_code_corpus_names_are_unique():
+    names = [name for name, _, _ in red4_code.HONEST + red4_code.ADVERSARIAL]
+    assert len(names) == len(set(names))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [name for name, _, _ in red4_code.HONEST])
+def test_code_honest_program_gets_full_credit(code_verdicts, name):
+    verdict = code_verdicts[name]
+    assert verdict.status == Status.PASS and verdict.reward == 1.0, (verdict.status, json.dumps(verdict.details)[:600])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [name for name, _, _ in red4_code.ADVERSARIAL])
+def test_code_cheat_earns_nothing(code_verdicts, name):
+    verdict = code_verdicts[name]
+    assert verdict.reward == 0.0 and verdict.status not in (Status.PASS, Status.INFRA), (
+        verdict.status,
+        json.dumps(verdict.details)[:600],
+    )
+
+
+# reward=triton -------------------------------------------------------------------------------------------------
+
+
+def _task(name: str) -> str:
+    return red4_triton.TASKS.get(name) or (TASKS / f"{name}.py").read_text()
+
+
+@pytest.fixture(scope="module")
+def triton_verdicts():
+    reward = TritonReward(
+        workers=2,
+        device="cpu",
+        trials=1,
+        seed=None,
+        speedup_cap=2.0,
+        speedup_weight=0.5,
+        plan_weight=0.0,  # full credit is exactly 1.0 (no plan line, no speed on a CPU)
+        time_repeats=10,
+        base_uid=60600,
+        limits=dict(wall_s=60, cpu_s=50, memory_mb=4096, fsize_mb=16, disk_mb=64, output_kb=8192),
+        torch_in_forward="kernels_only",
+    )
+    cases = red4_triton.HONEST + red4_triton.ADVERSARIAL
+    try:
+        scored = reward([code for _, _, code in cases], [{"source": _task(task)} for _, task, _ in cases])
+    finally:
+        reward.close()
+    return dict(zip([name for name, _, _ in cases], scored, strict=True))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [name for name, _, _ in red4_triton.HONEST])
+def test_triton_honest_program_gets_full_credit(triton_verdicts, name):
+    verdict = triton_verdicts[name]
+    assert verdict.status == Status.PASS and verdict.reward == 1.0, verdict.details
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [name for name, _, _ in red4_triton.ADVERSARIAL])
+def test_triton_cheat_earns_nothing(triton_verdicts, name):
+    verdict = triton_verdicts[name]
+    assert verdict.reward == 0.0 and verdict.components.get("correct", 0.0) == 0.0, verdict.details
+    assert verdict.status in (Status.VIOLATION, Status.FAIL, Status.CRASH), verdict.details
+
+
+# The speed term (GPU only) without a GPU: the harness's timing branch with a clock that counts the distinct
+# outputs of the timed forwards in place of _time_cuda (the one function that needs CUDA).
+COUNTING_CLOCK = """
+import json, os, sys
+os.environ["TRITON_INTERPRET"] = "1"
+from rlx.rewards.triton import harness
+def counting_clock(call, repeats):
+    outputs = [call() for _ in range(repeats)]  # all alive: a new output is a new object
+    return float(len({id(o) for o in outputs}))
+harness._time_cuda = counting_clock
+program, requests = json.loads(sys.stdin.read())
+replies = []
+harness.serve(program, lambda: (requests.pop(0), []) if requests else None, lambda m, blobs=(): replies.append(m))
+print(json.dumps(replies))
+"""
+
+
+def test_triton_timed_forwards_get_inputs_of_their_own(tmp_path):
+    """A forward that keeps each output with its inputs and returns it when the same inputs come again computes
+    in every trial (each has new inputs) and, were the timed forwards given one input set, in none of them."""
+    program, _ = red4_triton.IDENTITY_CACHE
+    task = (TASKS / "relu.py").read_text()
+    inputs = [
+        [{"tensor": encode_tensor(torch.randn(16, 100, generator=torch.Generator().manual_seed(t)))}] for t in (0, 1)
+    ]
+    requests = [
+        {"op": "load", "mode": "candidate", "task": task, "init_seed": 0, "device": "cpu"},
+        *({"op": "forward", "trial": t, "inputs": inputs[t]} for t in (0, 1)),
+        {"op": "time", "inputs": inputs[0], "repeats": 5},
+    ]
+    out = subprocess.run(
+        [sys.executable, "-c", COUNTING_CLOCK],
+        input=json.dumps([program, requests]),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"},
+    )
+    replies = json.loads(out.stdout.strip().splitlines()[-1])
+    assert replies[0] == {"ok": True} and all(r["launch_count"] == 1 for r in replies[1:3]), replies
+    assert replies[3]["ms"] == 5.0, replies[3]  # five timed forwards, five outputs computed (it was 1)
