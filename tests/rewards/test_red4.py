@@ -159,10 +159,8 @@ print(json.dumps(replies))
 """
 
 
-def test_triton_timed_forwards_get_inputs_of_their_own(tmp_path):
-    """A forward that keeps each output with its inputs and returns it when the same inputs come again computes
-    in every trial (each has new inputs) and, were the timed forwards given one input set, in none of them."""
-    program, _ = red4_triton.IDENTITY_CACHE
+def _timed(tmp_path, program: str) -> list[dict]:
+    """The harness's replies to a load, two trials and a timing of five forwards, under the counting clock."""
     task = (TASKS / "relu.py").read_text()
     inputs = [
         [{"tensor": encode_tensor(torch.randn(16, 100, generator=torch.Generator().manual_seed(t)))}] for t in (0, 1)
@@ -184,4 +182,19 @@ def test_triton_timed_forwards_get_inputs_of_their_own(tmp_path):
     )
     replies = json.loads(out.stdout.strip().splitlines()[-1])
     assert replies[0] == {"ok": True} and all(r["launch_count"] == 1 for r in replies[1:3]), replies
-    assert replies[3]["ms"] == 5.0, replies[3]  # five timed forwards, five outputs computed (it was 1)
+    return replies
+
+
+@pytest.mark.slow
+def test_triton_timed_forwards_get_inputs_of_their_own(tmp_path):
+    """A forward that keeps each output with its inputs and returns it when the same inputs come again computes
+    in every trial (each has new inputs) and, were the timed forwards given one input set, in none of them."""
+    timing = _timed(tmp_path, red4_triton.IDENTITY_CACHE[0])[3]
+    assert timing["ms"] == 5.0, timing  # five timed forwards, five outputs computed (it was 1)
+
+
+@pytest.mark.slow
+def test_triton_a_timed_output_no_kernel_was_given_earns_no_time(tmp_path):
+    """A forward that returns its first output untouched once the trials are over is timed as an error."""
+    timing = _timed(tmp_path, red4_triton.CALL_COUNT[0])[3]
+    assert "ms" not in timing and "no kernel it launched" in timing["error"], timing

@@ -716,3 +716,30 @@ IDENTITY_CACHE = (
 """),
     "relu",
 )
+
+# GPU speed term: a forward that counts its calls and, past the trials, returns its first output untouched.
+# Stopped by: the harness (a timed forward's output must be given to a kernel that forward launched). (program, task)
+CALL_COUNT = (
+    HEADER
+    + "\n\n"
+    + RELU_KERNEL
+    + py("""
+
+
+    class ModelNew(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.calls, self.first = 0, None
+
+        def forward(self, x):
+            self.calls += 1
+            if self.first is not None and self.calls > 2:
+                return self.first
+            out = torch.empty_like(x)
+            n = x.numel()
+            relu_kernel[(triton.cdiv(n, 256),)](x, out, n, BLOCK_SIZE=256)
+            self.first = out
+            return out
+"""),
+    "relu",
+)
