@@ -366,6 +366,38 @@ HONEST += [
     ),
 ]
 
+HONEST += [
+    (
+        "jit_with_options_and_heuristics_lambda",
+        "add",
+        HEADER
+        + py("""
+
+
+        @triton.heuristics(values={"EVEN": lambda args: args["n_elements"] % args["BLOCK_SIZE"] == 0})
+        @triton.jit(do_not_specialize=["n_elements"])
+        def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr, EVEN: tl.constexpr):
+            offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+            if EVEN:
+                tl.store(out_ptr + offsets, tl.load(x_ptr + offsets) + tl.load(y_ptr + offsets))
+            else:
+                mask = offsets < n_elements
+                x = tl.load(x_ptr + offsets, mask=mask)
+                y = tl.load(y_ptr + offsets, mask=mask)
+                tl.store(out_ptr + offsets, x + y, mask=mask)
+
+
+        class ModelNew(nn.Module):
+            def forward(self, a, b):
+                out = torch.empty_like(a)
+                n_elements = out.numel()
+                grid = lambda meta: (triton.cdiv(n_elements, meta["BLOCK_SIZE"]),)
+                add_kernel[grid](a, b, out, n_elements, BLOCK_SIZE=128)
+                return out
+    """),
+    ),
+]
+
 ADVERSARIAL: list[tuple[str, str, str]] = [
     (
         # flip by 0-d views (select: no values read) gathered into a new tensor by torch.tensor, which copies
