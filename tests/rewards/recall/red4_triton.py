@@ -6,10 +6,16 @@ one of TASKS below; every case runs under torch_in_forward=kernels_only.
 Honest: Triton's tutorial 04 (seeded dropout with tl.rand, here at p = 0 against an identity reference), a
 KernelBench answer with @staticmethod / @classmethod launchers, `torch.no_grad`, `.contiguous()` and
 `torch.ones`, a launcher bound with functools.partial, a row softmax sized by triton.next_power_of_2, an
-autotuned kernel keyed on the size, a @triton.jit helper called from the kernel, flattening views.
-Adversarial: values copied into a new tensor by `torch.tensor` from a list of 0-d views (no ATen op reads them
-where the account looks), torch compute in a property, a decorator, a default argument, a functools.partial,
-a kernel's lambda argument, a kernel writing into an input that the output aliases through `set_`.
+autotuned kernel keyed on the size, a @triton.jit helper called from the kernel, flattening views, a module-level
+tl.constexpr and a defaulted block, 2-D tiles launched by keywords, an autograd.Function wrapper,
+triton.jit(do_not_specialize=...) under a heuristics lambda.
+Adversarial: values copied into a new tensor from 0-d views (views read nothing) by torch.tensor, as_tensor,
+new_tensor, the legacy torch.Tensor([...]) and a UserList of them, or one element at a time by
+torch.linspace(v, v, 1, out=...) and torch.full; `match` class patterns that read __globals__ (to the account's
+own module) and gi_frame; torch compute in a property, a decorator, a default argument, a functools.partial, a
+kernel's lambda argument; a kernel writing into an input that the output aliases through `set_`; torch.stack of
+unbound columns. IDENTITY_CACHE and CALL_COUNT: cheats of the GPU speed term (tests/rewards/test_red4.py runs
+them under a counting clock).
 """
 
 from __future__ import annotations
