@@ -1,6 +1,8 @@
 """The fourth red team (tests/rewards/recall/red4_*.py), scored through each reward as the trainer calls it: one
-batch per reward, every honest case full credit, every adversarial case 0 with a label (never INFRA, never a
-crash of the scorer)."""
+batch per reward (reward=math under both verifiers), every honest case full credit, every adversarial case 0 with
+a label (never INFRA, never a crash of the scorer); answers built to make the exact reader work are decided in
+well under a second; and the GPU speed term's cheats (red4_triton.IDENTITY_CACHE, CALL_COUNT) are timed by the
+harness with a counting clock in place of CUDA events."""
 
 from __future__ import annotations
 
