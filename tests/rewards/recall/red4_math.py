@@ -90,6 +90,10 @@ HONEST: list[tuple[str, str]] = [
     ("\\boxed{10000}", "10,\\!000"),
     ("The answer is $\\boxed{1,\\!234,\\!567}$.", "1234567"),
     ("\\boxed{f(x) = 2x+3}", "2x+3"),
+    ("\\boxed{3½}", "3.5"),  # vulgar fractions
+    ("\\boxed{¾}", "0.75"),
+    ("The answer is 2⅓ cups.", "\\frac{7}{3}"),
+    ("It takes \\boxed{\\frac{1}{2} \\text{ hour}}.", "0.5"),
     ("\\boxed{2^{-1}}", "\\frac{1}{2}"),  # a negative exponent, not a one-sided limit
     ("\\boxed{7 \\text{ min}}", "7"),  # minutes
     ("\\boxed{6.\\overline{9}}", "7"),
@@ -164,6 +168,7 @@ ADVERSARIAL: list[tuple[str, str]] = [
     ("\\boxed{–7}", "7"),  # an en dash: minus seven
     ("\\boxed{－7}", "7"),  # a full-width hyphen-minus
     ("\\boxed{7²}", "7"),
+    ("\\boxed{7½}", "7"),  # math_verify dropped the ½
     ("\\boxed{7^{2}}", "7"),
     ("\\boxed{10⁸}", "8"),
     ("\\boxed{2⁶⁴}", "18446744073709551615"),
