@@ -19,6 +19,7 @@ import torch
 from rlx.rewards.base import Status
 from rlx.rewards.math import MathReward
 from rlx.rewards.triton.reward import TritonReward
+from rlx.rewards.triton.static import static_checks
 from rlx.rewards.triton.tensors import encode_tensor
 from tests.rewards.recall import red4_code, red4_code_attacks, red4_math, red4_triton, red4_triton_attacks
 from tests.rewards.sandbox_helpers import RUN_UID_OFFSET, configured_unit_tests_reward
@@ -200,3 +201,26 @@ def test_triton_a_timed_output_no_kernel_was_given_earns_no_time(tmp_path):
     """A forward that returns its first output untouched once the trials are over is timed as an error."""
     timing = _timed(tmp_path, red4_triton_attacks.CALL_COUNT[0])[3]
     assert "ms" not in timing and "no kernel it launched" in timing["error"], timing
+
+
+MATCHING = (
+    "import torch\nimport torch.nn as nn\n\n\n"
+    + "class ModelNew(nn.Module):\n    def forward(self, x):\n{}        return x\n"
+)
+
+
+@pytest.mark.parametrize(
+    "pattern, allowed",
+    [
+        ("case int(n):", True),  # a builtin type matches the subject itself
+        ("case torch.Tensor(shape=s):", True),
+        ("case object(__globals__=g):", False),
+        ("case object(gi_frame=f):", False),
+        ("case object(_modules=m):", False),
+        ("case torch.return_types.max(v, i):", False),  # attributes named by __match_args__, unseen
+    ],
+)
+def test_triton_static_check_reads_match_class_patterns_as_attributes(pattern, allowed):
+    body = f"        match x:\n            {pattern}\n                pass\n"
+    result = static_checks(MATCHING.format(body))
+    assert result.checks["parses"] and result.checks["vocabulary"] is allowed, result.reason
