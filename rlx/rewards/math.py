@@ -28,7 +28,7 @@ import multiprocessing
 import re
 
 from rlx.rewards.base import Reward, Status, Verdict
-from rlx.rewards.math_answer import MINUS, braced, decide, stated_decimals, wordy
+from rlx.rewards.math_answer import MINUS, braced, decide, normalise, stated_decimals, wordy
 
 # a number, not an exponent ("49 cm^2" ends in 49, not 2) nor part of a name ("x2")
 NUMBER = re.compile(r"(?<![\^\w.{])(?:-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])(?!,\d)|-?\d+(?:\.\d+)?|-?\.\d+)")
@@ -74,16 +74,19 @@ def extract_answer(text: str) -> str | None:
 
 
 def _stated(text: str) -> list[str]:
-    """The rest of each line after an `Answer:` (or "Final Answer:") marker, up to a sentence's end."""
-    tails = (text[m.end() :].strip() for m in ANSWER_LINE.finditer(text))
-    return [re.split(r"\n|\.\s", tail, maxsplit=1)[0] for tail in tails]
+    """The answers stated after `####` and `Answer:` (or "Final Answer:") markers, each up to its line's (or
+    sentence's) end; a statement that holds a box is its box, and one in words ("Answer: let us first...") or empty
+    states no answer."""
+    tails = [part.split("\n", 1)[0] for part in text.split("####")[1:]]
+    tails += [re.split(r"\n|\.\s", text[m.end() :].strip(), maxsplit=1)[0] for m in ANSWER_LINE.finditer(text)]
+    return [t for t in tails if not BOX.search(t) and normalise(t) and not wordy(t)]
 
 
 def hedged(text: str) -> bool:
-    """Whether the completion states different final answers (`\\boxed{7} ... \\boxed{8}`, two `####` lines, two
-    `Answer:` lines): a hedge is no answer, whichever of them the reference is. ("the answer is" in prose is not
-    counted: reasoning says it of answers it then rejects.)"""
-    finals = _boxed(text) or [part.split("\n", 1)[0] for part in text.split("####")[1:]] or _stated(text)
+    """Whether the completion states different final answers (`\\boxed{7} ... \\boxed{8}`, two `####` lines, a box
+    and an `Answer:` line): a hedge is no answer, whichever of them the reference is. ("the answer is" in prose
+    is not counted: reasoning says it of answers it then rejects.)"""
+    finals = [*_boxed(text), *_stated(text)]
     distinct = list(dict.fromkeys(f.strip() for f in finals if f.strip()))  # the same text: the same answer
     if len(distinct) > MAX_FINALS:
         return True

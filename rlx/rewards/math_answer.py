@@ -34,8 +34,8 @@ Rules (each pinned by tests/rewards/test_math*.py):
 - A stated relation other than equality (`\\neq 7`, `x > 7`, "not 7", `\\approx 7`, `\\sim 7`, "~7") or a question
   mark never matches an answer without the same relation.
 - Spellings outside LaTeX read as their LaTeX: superscripts are exponents ("10⁸" is 10^{8}, "7²" is 49),
-  typographic minus signs are minus signs ("–7" is -7), `±`/`∓`/`\\mp` are `\\pm` (two values), `\\lor`/`\\vee`
-  are "or" (two answers).
+  typographic minus signs are minus signs ("–7" is -7), vulgar fractions are fractions ("3½" is 3\\frac{1}{2}),
+  `±`/`∓`/`\\mp` are `\\pm` (two values), `\\lor`/`\\vee` are "or" (two answers).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ UNIT_TAIL = re.compile(
 SHORT_UNIT = re.compile(r"(?<=\d)\s+((?:m|g|s|h|l|L)(?:\^\{?[23]\}?|[²³])?)\s*$")  # "5 m", never "5m" (5 times m)
 TEXT_UNIT = re.compile(r"(?<=[\d}])\s*\\(?:text|mbox|mathrm)\{(\s*[A-Za-z][A-Za-z. /]*)\}((?:\^\{?[23]\}?)?)\s*$")
 # a word or two after a number at the end ("18 apples", "5 cups"): a unit too, unless it changes the number
-WORD_UNIT = re.compile(r"(?<=\d)\s+([a-z]{3,}(?: [a-z]{3,})?)\s*$")  # two words only when a known unit
+WORD_UNIT = re.compile(r"(?<=[\d}])\s+([a-z]{3,}(?: [a-z]{3,})?)\s*$")  # two words only when a known unit
 NOT_UNITS = frozenset(  # words after a number that change what it says: never dropped as a unit
     "or and not plus minus times over approximately approx about roughly nearly exactly hundred thousand million "
     "billion trillion dozen half quarter third thirds halves quarters squared cubed wrong incorrect false true no "
@@ -109,6 +109,11 @@ ABOUT = re.compile(r"(?:^|(?<=\s))~(?=\s*[-+]?\.?\d)")
 MINUS = str.maketrans(dict.fromkeys("\u2010\u2011\u2012\u2013\u2212\ufe63\uff0d", "-"))
 SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻", "0123456789+-")
 SUPERSCRIPT = re.compile("[⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻]+")  # 10⁸ is 10^{8} and 7² is 49: an exponent, not a digit to drop
+VULGAR = {  # the vulgar fraction characters as (numerator, denominator)
+    "½": (1, 2), "⅓": (1, 3), "⅔": (2, 3), "¼": (1, 4), "¾": (3, 4), "⅕": (1, 5), "⅖": (2, 5), "⅗": (3, 5),
+    "⅘": (4, 5), "⅙": (1, 6), "⅚": (5, 6), "⅐": (1, 7), "⅛": (1, 8), "⅜": (3, 8), "⅝": (5, 8), "⅞": (7, 8),
+    "⅑": (1, 9), "⅒": (1, 10),
+}  # fmt: skip
 LOGICAL = re.compile(r"\\(?:lor|vee)\b|∨|\\(?:land|wedge)\b|∧")  # "7 \lor 8" is "7 or 8": two answers
 MIXED = re.compile(r"(-?)(\d+)\s*\\frac\s*(?:\{(\d+)\}|(\d))\s*(?:\{(\d+)\}|(\d))|(-?)(\d+)\s+(\d+)/(\d+)")
 OVERLINE = re.compile(r"(-?)(\d*)\.(\d*)\\overline\{(\d{1,100})\}")
@@ -192,6 +197,8 @@ def _decorated(answer: str) -> str:
     text = text.replace("×", "\\times ").replace("·", "\\cdot ").replace("÷", "\\div ")
     text = text.replace("±", "\\pm ").replace("∓", "\\pm ")
     text = re.sub(r"\\mp(?![A-Za-z])", r"\\pm", text)  # a ∓ b is the same two values as a ± b
+    # 3½ is the mixed number 3\\frac{1}{2}, never 3 with a mark a symbolic verifier drops
+    text = re.sub("[" + "".join(VULGAR) + "]", lambda m: "\\frac{{{}}}{{{}}} ".format(*VULGAR[m.group(0)]), text)
     text = SUPERSCRIPT.sub(lambda m: "^{" + m.group(0).translate(SUPERSCRIPTS) + "}", text)
     text = LOGICAL.sub(lambda m: " and " if m.group(0) in ("\\land", "\\wedge", "∧") else " or ", text)
     text = re.sub(r"\.\.\.|…|\\[lc]?dots\b", r"\\ldots ", text).rstrip()  # an ellipsis is one mark, not periods

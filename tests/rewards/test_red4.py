@@ -1,6 +1,8 @@
 """The fourth red team (tests/rewards/recall/red4_*.py), scored through each reward as the trainer calls it: one
-batch per reward, every honest case full credit, every adversarial case 0 with a label (never INFRA, never a
-crash of the scorer)."""
+batch per reward (reward=math under both verifiers), every honest case full credit, every adversarial case 0 with
+a label (never INFRA, never a crash of the scorer); answers built to make the exact reader work are decided in
+well under a second; and the GPU speed term's cheats (red4_triton_attacks.IDENTITY_CACHE, CALL_COUNT) are timed by the
+harness with a counting clock in place of CUDA events."""
 
 from __future__ import annotations
 
@@ -17,8 +19,9 @@ import torch
 from rlx.rewards.base import Status
 from rlx.rewards.math import MathReward
 from rlx.rewards.triton.reward import TritonReward
+from rlx.rewards.triton.static import static_checks
 from rlx.rewards.triton.tensors import encode_tensor
-from tests.rewards.recall import red4_code, red4_math, red4_triton
+from tests.rewards.recall import red4_code, red4_code_attacks, red4_math, red4_triton, red4_triton_attacks
 from tests.rewards.sandbox_helpers import RUN_UID_OFFSET, configured_unit_tests_reward
 
 TASKS = pathlib.Path(__file__).parent / "recall" / "triton" / "tasks"
@@ -67,7 +70,7 @@ def test_math_hard_answers_are_decided_quickly(case):
 @pytest.fixture(scope="module")
 def code_verdicts():
     reward = configured_unit_tests_reward(base_uid=60300 + RUN_UID_OFFSET)
-    cases = red4_code.HONEST + red4_code.ADVERSARIAL
+    cases = red4_code.HONEST + red4_code_attacks.ADVERSARIAL
     try:
         scored = reward([completion for _, _, completion in cases], [row for _, row, _ in cases])
     finally:
@@ -76,7 +79,7 @@ def code_verdicts():
 
 
 def test_code_corpus_names_are_unique():
-    names = [name for name, _, _ in red4_code.HONEST + red4_code.ADVERSARIAL]
+    names = [name for name, _, _ in red4_code.HONEST + red4_code_attacks.ADVERSARIAL]
     assert len(names) == len(set(names))
 
 
@@ -88,7 +91,7 @@ def test_code_honest_program_gets_full_credit(code_verdicts, name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [name for name, _, _ in red4_code.ADVERSARIAL])
+@pytest.mark.parametrize("name", [name for name, _, _ in red4_code_attacks.ADVERSARIAL])
 def test_code_cheat_earns_nothing(code_verdicts, name):
     verdict = code_verdicts[name]
     assert verdict.reward == 0.0 and verdict.status not in (Status.PASS, Status.INFRA), (
@@ -119,7 +122,7 @@ def triton_verdicts():
         limits=dict(wall_s=60, cpu_s=50, memory_mb=4096, fsize_mb=16, disk_mb=64, output_kb=8192),
         torch_in_forward="kernels_only",
     )
-    cases = red4_triton.HONEST + red4_triton.ADVERSARIAL
+    cases = red4_triton.HONEST + red4_triton_attacks.ADVERSARIAL
     try:
         scored = reward([code for _, _, code in cases], [{"source": _task(task)} for _, task, _ in cases])
     finally:
@@ -135,7 +138,7 @@ def test_triton_honest_program_gets_full_credit(triton_verdicts, name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [name for name, _, _ in red4_triton.ADVERSARIAL])
+@pytest.mark.parametrize("name", [name for name, _, _ in red4_triton_attacks.ADVERSARIAL])
 def test_triton_cheat_earns_nothing(triton_verdicts, name):
     verdict = triton_verdicts[name]
     assert verdict.reward == 0.0 and verdict.components.get("correct", 0.0) == 0.0, verdict.details
@@ -159,10 +162,8 @@ print(json.dumps(replies))
 """
 
 
-def test_triton_timed_forwards_get_inputs_of_their_own(tmp_path):
-    """A forward that keeps each output with its inputs and returns it when the same inputs come again computes
-    in every trial (each has new inputs) and, were the timed forwards given one input set, in none of them."""
-    program, _ = red4_triton.IDENTITY_CACHE
+def _timed(tmp_path, program: str) -> list[dict]:
+    """The harness's replies to a load, two trials and a timing of five forwards, under the counting clock."""
     task = (TASKS / "relu.py").read_text()
     inputs = [
         [{"tensor": encode_tensor(torch.randn(16, 100, generator=torch.Generator().manual_seed(t)))}] for t in (0, 1)
@@ -184,4 +185,42 @@ def test_triton_timed_forwards_get_inputs_of_their_own(tmp_path):
     )
     replies = json.loads(out.stdout.strip().splitlines()[-1])
     assert replies[0] == {"ok": True} and all(r["launch_count"] == 1 for r in replies[1:3]), replies
-    assert replies[3]["ms"] == 5.0, replies[3]  # five timed forwards, five outputs computed (it was 1)
+    return replies
+
+
+@pytest.mark.slow
+def test_triton_timed_forwards_get_inputs_of_their_own(tmp_path):
+    """A forward that keeps each output with its inputs and returns it when the same inputs come again computes
+    in every trial (each has new inputs) and, were the timed forwards given one input set, in none of them."""
+    timing = _timed(tmp_path, red4_triton_attacks.IDENTITY_CACHE[0])[3]
+    assert timing["ms"] == 5.0, timing  # five timed forwards, five outputs computed (it was 1)
+
+
+@pytest.mark.slow
+def test_triton_a_timed_output_no_kernel_was_given_earns_no_time(tmp_path):
+    """A forward that returns its first output untouched once the trials are over is timed as an error."""
+    timing = _timed(tmp_path, red4_triton_attacks.CALL_COUNT[0])[3]
+    assert "ms" not in timing and "no kernel it launched" in timing["error"], timing
+
+
+MATCHING = (
+    "import torch\nimport torch.nn as nn\n\n\n"
+    + "class ModelNew(nn.Module):\n    def forward(self, x):\n{}        return x\n"
+)
+
+
+@pytest.mark.parametrize(
+    "pattern, allowed",
+    [
+        ("case int(n):", True),  # a builtin type matches the subject itself
+        ("case torch.Tensor(shape=s):", True),
+        ("case object(__globals__=g):", False),
+        ("case object(gi_frame=f):", False),
+        ("case object(_modules=m):", False),
+        ("case torch.return_types.max(v, i):", False),  # attributes named by __match_args__, unseen
+    ],
+)
+def test_triton_static_check_reads_match_class_patterns_as_attributes(pattern, allowed):
+    body = f"        match x:\n            {pattern}\n                pass\n"
+    result = static_checks(MATCHING.format(body))
+    assert result.checks["parses"] and result.checks["vocabulary"] is allowed, result.reason

@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import sys
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from types import CodeType, FrameType
 
 import torch
@@ -136,7 +136,8 @@ def _sequence(value: object) -> bool:
 
 def holds_tensor(data: object) -> bool:
     """Whether a tensor sits inside the sequences of `data` (a tensor itself is copied by dispatched ops)."""
-    pending, seen = ([data] if _sequence(data) else []), set()
+    pending: list[Iterable] = [data] if isinstance(data, Iterable) and _sequence(data) else []
+    seen: set[int] = set()
     while pending:
         for item in pending.pop():
             if _sequence(item) and id(item) not in seen:  # a list that holds itself: once

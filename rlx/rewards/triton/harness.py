@@ -301,8 +301,17 @@ def _timing(message: dict, state: dict, session: Session) -> Timing:
         if account is None:
             with torch.no_grad():
                 return model(*inputs)
-        with _accounted(session, account, launches):
-            return model(*inputs)
+        mine = Launches()
+        try:
+            with _accounted(session, account, mine):
+                output = model(*inputs)
+        finally:
+            launches.refused.extend(mine.refused)
+        # as in a trial, a kernel this forward launched was given the output's storage: an output kept from an
+        # earlier forward and returned untouched (calls counted, then the first output again) is no timed work
+        if not isinstance(output, torch.Tensor) or storage_ptr(output) not in mine.storages:
+            raise RuntimeError("a timed forward returned an output that no kernel it launched was given")
+        return output
 
     try:
         ms = _time_cuda(call, message["repeats"])

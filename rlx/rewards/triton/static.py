@@ -268,6 +268,12 @@ class _Check:
         for attr in node.kwd_attrs:
             if attr.startswith("_") or attr in DENIED_NAMES:
                 raise Refused(f"a class pattern reads .{attr}")
+        # positional sub-patterns read the attributes the class's __match_args__ names, unseen here; the builtin
+        # types (`case int(n)`) match the subject itself, the program's own classes are its own
+        cls = node.cls
+        own = isinstance(cls, ast.Name) and (self.p.class_named(cls) or self._builtin(cls, cls.id))
+        if node.patterns and not own:
+            raise Refused(f"a class pattern reads {ast.unparse(cls)[:40]}'s attributes by position")
 
     def _local_root(self, node: ast.AST) -> bool:
         """Whether an attribute chain starts at a function's own variable (`self.a.b`, `ctx`, `out`): what it

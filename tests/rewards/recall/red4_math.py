@@ -71,6 +71,10 @@ HONEST: list[tuple[str, str]] = [
     ("\\boxed{\\text{7}}", "7"),
     ("\\boxed{3.0}", "3"),
     ("Answer: 7\n\nAnswer: 7.0", "7"),  # one answer, stated twice
+    ("Final Answer: The final answer is $\\boxed{7}$. I hope it is correct.", "7"),  # Minerva's format
+    ("**Answer:**\n\nFirst we add: 3 + 4 = 7.\n\n\\boxed{7}", "7"),  # Answer: as a heading
+    ("Answer: let us count them.\nThere are 7.\nAnswer: 7", "7"),
+    ("The sum is 72.\n#### 72\nAnswer: 72", "72"),
     ("Maybe the answer is 5? No: 5 fails the second condition, so the answer is 7.", "7"),
     ("Since $\\binom{5}{2} = 10$, there are \\boxed{10} ways.", "10"),
     ("\\boxed{(-\\infty, 2) \\cup (3, \\infty)}", "(-\\infty,2)\\cup(3,\\infty)"),
@@ -86,6 +90,10 @@ HONEST: list[tuple[str, str]] = [
     ("\\boxed{10000}", "10,\\!000"),
     ("The answer is $\\boxed{1,\\!234,\\!567}$.", "1234567"),
     ("\\boxed{f(x) = 2x+3}", "2x+3"),
+    ("\\boxed{3½}", "3.5"),  # vulgar fractions
+    ("\\boxed{¾}", "0.75"),
+    ("The answer is 2⅓ cups.", "\\frac{7}{3}"),
+    ("It takes \\boxed{\\frac{1}{2} \\text{ hour}}.", "0.5"),
     ("\\boxed{2^{-1}}", "\\frac{1}{2}"),  # a negative exponent, not a one-sided limit
     ("\\boxed{7 \\text{ min}}", "7"),  # minutes
     ("\\boxed{6.\\overline{9}}", "7"),
@@ -119,6 +127,8 @@ ADVERSARIAL: list[tuple[str, str]] = [
     ("#### 7 or 8", "8"),
     ("Answer: 7\nHmm, let me reconsider.\nAnswer: 8", "8"),  # two explicit answers: a hedge
     ("**Final Answer:** 7. Alternatively, Final Answer: 8.", "8"),
+    ("So the total is \\boxed{7}.\n\nFinal Answer: 8", "7"),  # a box and an Answer: line that differ
+    ("#### 8\nAnswer: \\boxed{7}", "7"),
     # relations and approximations
     ("\\boxed{\\approx 7}", "7"),
     ("\\boxed{≈ 7}", "7"),
@@ -158,6 +168,7 @@ ADVERSARIAL: list[tuple[str, str]] = [
     ("\\boxed{–7}", "7"),  # an en dash: minus seven
     ("\\boxed{－7}", "7"),  # a full-width hyphen-minus
     ("\\boxed{7²}", "7"),
+    ("\\boxed{7½}", "7"),  # math_verify dropped the ½
     ("\\boxed{7^{2}}", "7"),
     ("\\boxed{10⁸}", "8"),
     ("\\boxed{2⁶⁴}", "18446744073709551615"),
