@@ -15,8 +15,9 @@ from rlx.rollout.collect import Rollout, RolloutConfig, generate_and_score
 from rlx.rollout.generate import HFGenerate
 
 
-def bare_trainer(max_steps: int):
-    """A CPU Lightning trainer that runs only the RL steps: no logger, checkpoints, validation or progress bar."""
+def bare_trainer(max_steps: int, progress_bar: bool = False):
+    """A CPU Lightning trainer that runs only the RL steps: no logger, checkpoints or validation, and Lightning's
+    progress bar only with `progress_bar`."""
     import lightning.pytorch as pl
 
     return pl.Trainer(
@@ -25,7 +26,7 @@ def bare_trainer(max_steps: int):
         enable_checkpointing=False,
         limit_val_batches=0,
         num_sanity_val_steps=0,
-        enable_progress_bar=False,
+        enable_progress_bar=progress_bar,
         enable_model_summary=False,
         accelerator="cpu",
     )

@@ -4,7 +4,6 @@ every step metric is in callback_metrics either way."""
 
 from __future__ import annotations
 
-import lightning.pytorch as pl
 import pytest
 import torch
 
@@ -12,7 +11,7 @@ from rlx.curriculum.uniform import UniformSampler
 from rlx.data.arithmetic import ArithmeticTask
 from rlx.models.tiny import build_tiny_llama
 from rlx.models.tokenizer import build_char_tokenizer
-from tests.algos.helpers import bare_module, compose_algo
+from tests.algos.helpers import bare_module, bare_trainer, compose_algo
 from tests.algos.test_micro_batching import FirstCharBelowM
 
 
@@ -23,16 +22,7 @@ def test_the_bar_gets_its_three_metrics_only_when_shown(cfg_factory, bar):
     algo, advantage = compose_algo(cfg_factory, "algo.prompts_per_step=2", "algo.group_size=2", "algo.beta=0")
     task = ArithmeticTask(10, 20, 10, 0, 0.5, 4, warm_start_min_match=0.0, warm_start_plateau_loss=None)
     module = bare_module(policy, tok, task, FirstCharBelowM(), advantage, algo, UniformSampler(0))
-    trainer = pl.Trainer(
-        max_steps=2,
-        logger=False,
-        enable_checkpointing=False,
-        limit_val_batches=0,
-        num_sanity_val_steps=0,
-        enable_progress_bar=bar,
-        enable_model_summary=False,
-        accelerator="cpu",
-    )
+    trainer = bare_trainer(2, progress_bar=bar)
     torch.manual_seed(0)
     trainer.fit(module)
     shown = {"reward/mean", "loss/clipfrac"}  # (loss/kl too where algo.beta > 0)

@@ -18,11 +18,11 @@ import torch
 
 from rlx.rewards.base import Status
 from rlx.rewards.math import MathReward
-from rlx.rewards.triton.reward import TritonReward
 from rlx.rewards.triton.static import static_checks
 from rlx.rewards.triton.tensors import encode_tensor
 from tests.rewards.recall import red4_code, red4_code_attacks, red4_math, red4_triton, red4_triton_attacks
 from tests.rewards.sandbox_helpers import RUN_UID_OFFSET, configured_unit_tests_reward
+from tests.rewards.test_triton_recall import kernel_reward
 
 TASKS = pathlib.Path(__file__).parent / "recall" / "triton" / "tasks"
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -109,19 +109,7 @@ def _task(name: str) -> str:
 
 @pytest.fixture(scope="module")
 def triton_verdicts():
-    reward = TritonReward(
-        workers=2,
-        device="cpu",
-        trials=1,
-        seed=None,
-        speedup_cap=2.0,
-        speedup_weight=0.5,
-        plan_weight=0.0,  # full credit is exactly 1.0 (no plan line, no speed on a CPU)
-        time_repeats=10,
-        base_uid=60600,
-        limits=dict(wall_s=60, cpu_s=50, memory_mb=4096, fsize_mb=16, disk_mb=64, output_kb=8192),
-        torch_in_forward="kernels_only",
-    )
+    reward = kernel_reward("kernels_only", base_uid=60600)
     cases = red4_triton.HONEST + red4_triton_attacks.ADVERSARIAL
     try:
         scored = reward([code for _, _, code in cases], [{"source": _task(task)} for _, task, _ in cases])
