@@ -44,46 +44,10 @@ import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from rlx.rewards.math_units import SHORT_UNIT, TEXT_UNIT, UNIT_TAIL, WORD_UNIT, is_unit, stated_unit
 from rlx.rewards.math_value import MAX_NESTING, Reader, TooLarge, Value, rounds_to
 
 MAX_CHARS = 2000  # longer answers are compared as text (no parsing cost grows with a hostile answer's size)
-UNIT_WORDS = (
-    "square units|square unit|sq units|units|unit|cubic units|centimeters|centimetres|centimeter|centimetre|"
-    "millimeters|millimeter|kilometers|kilometer|meters|metres|meter|metre|inches|inch|feet|foot|ft|yards|yard|"
-    "miles|mile|mph|km/h|m/s|cm|mm|km|kg|mg|grams|gram|pounds|pound|lbs|lb|ounces|ounce|oz|liters|litres|liter|"
-    "litre|ml|seconds|second|secs|sec|minutes|minute|mins|min|hours|hour|hrs|hr|days|day|weeks|week|months|month|"
-    "years|year|degrees|degree|dollars|dollar|cents|cent|percent"
-)
-UNIT_TAIL = re.compile(
-    rf"(?<=[\d}}).)])\s*((?:(?:square|sq\.?|cubic)\s+)?(?:{UNIT_WORDS})(?:\^\{{?[23]\}}?|[²³])?)\.?\s*$", re.IGNORECASE
-)
-SHORT_UNIT = re.compile(r"(?<=\d)\s+((?:m|g|s|h|l|L)(?:\^\{?[23]\}?|[²³])?)\s*$")  # "5 m", never "5m" (5 times m)
-TEXT_UNIT = re.compile(r"(?<=[\d}])\s*\\(?:text|mbox|mathrm)\{(\s*[A-Za-z][A-Za-z. /]*)\}((?:\^\{?[23]\}?)?)\s*$")
-# a word or two after a number at the end ("18 apples", "5 cups"): a unit too, unless it changes the number
-WORD_UNIT = re.compile(r"(?<=[\d}])\s+([a-z]{3,}(?: [a-z]{3,})?)\s*$")  # two words only when a known unit
-NOT_UNITS = frozenset(  # words after a number that change what it says: never dropped as a unit
-    "or and not plus minus times over approximately approx about roughly nearly exactly hundred thousand million "
-    "billion trillion dozen half quarter third thirds halves quarters squared cubed wrong incorrect false true no "
-    "none never nope maybe perhaps possibly probably likely unsure guess zero one two three four five six seven "
-    "eight nine ten eleven twelve twenty thirty forty fifty sixty seventy eighty ninety ish odd tops max maximum "
-    "minimum least most more less fewer greater smaller larger higher lower above below under around circa "
-    "almost some something upward upwards onward onwards either".split()
-)
-
-
-def _is_unit(words: str) -> bool:
-    """Whether the words after a number can be its unit: a known unit, or one word that is not in NOT_UNITS."""
-    words = words.strip().lower()
-    return bool(UNIT_TAIL.fullmatch("0" + " " + words)) or (" " not in words and words not in NOT_UNITS)
-
-
-UNIT_NAMES = {  # spellings of one unit -> its name; "unit(s)" names no unit ("12 square units" is 12)
-    "centimeter": "cm", "centimetre": "cm", "millimeter": "mm", "kilometer": "km", "meter": "m", "metre": "m",
-    "inch": "in", "foot": "ft", "feet": "ft", "yard": "yd", "mile": "mi", "gram": "g", "pound": "lb", "lbs": "lb",
-    "ounce": "oz", "liter": "l", "litre": "l", "second": "s", "sec": "s", "secs": "s", "minute": "min",
-    "mins": "min", "hour": "h", "hr": "h", "hrs": "h", "day": "d", "week": "wk", "month": "mo", "year": "yr",
-    "degree": "deg", "dollar": "$", "cent": "cent", "percent": "%",
-}  # fmt: skip
 THOUSANDS = re.compile(r"(?<![\d,.])(-?\d{1,3}(?:,\d{3})+)(\.\d+)?(?![\d])(?!,\d)")
 SPACED_THOUSANDS = re.compile(r"-?\d{1,3}(?: \d{3})+(?:\.\d+)?")  # "1 000 000", from 1\,000\,000 too
 SPACING = re.compile(r"\\[,;:! ]|\\q?quad\b|~")
@@ -212,29 +176,10 @@ def _decorated(answer: str) -> str:
     return SPACING.sub(" ", text)
 
 
-def _unit_name(unit: str) -> str | None:
-    """A unit's one name ("cm^2" for "square centimeters"), None for a generic "units"."""
-    word = unit.lower().strip().rstrip(".")
-    power = "^2" if re.search(r"\^\{?2|²|^squ|^sq\b", word) else "^3" if re.search(r"\^\{?3|³|^cubic", word) else ""
-    word = re.sub(r"\^\{?[23]\}?|[²³]|^(?:square|sq\.?|cubic)\s+", "", word).strip()
-    if word in ("unit", "units", ""):
-        return None
-    name = UNIT_NAMES.get(word) or UNIT_NAMES.get(word[:-1] if word.endswith("s") else word) or word
-    return name + power
-
-
 def units(answer: str) -> tuple[str | None, bool]:
     """(the unit the answer states, whether it states a percent)."""
     text = _decorated(answer)
-    percent = bool(re.search(r"%|\bpercent\b", text))
-    text = re.sub(r"\^\s*\{?\\circ\}?|°|\\degree\b", " degrees", text)
-    if "\\$" in text or text.lstrip("-").startswith("$"):
-        return "$", percent
-    for pattern in (TEXT_UNIT, UNIT_TAIL, SHORT_UNIT, WORD_UNIT):
-        found = pattern.search(text)
-        if found is not None and _is_unit(found.group(1)):
-            return _unit_name("".join(g for g in found.groups() if g)), percent
-    return None, percent
+    return stated_unit(text), bool(re.search(r"%|\bpercent\b", text))
 
 
 def normalise(answer: str) -> str:
@@ -242,14 +187,14 @@ def normalise(answer: str) -> str:
     text = _decorated(answer)
     text = re.sub(r"\^\s*\{?\\circ\}?|°|\\degree\b", "", text)
     unit = TEXT_UNIT.search(text)  # a \text{...} (or \mbox, \mathrm) unit after a number: "49\text{ cm}^2"
-    if unit is not None and _is_unit(unit.group(1)):
+    if unit is not None and is_unit(unit.group(1)):
         text = text[: unit.start()]
     text = _unwrap(text, ("\\text", "\\textbf", "\\mbox", "\\mathrm", "\\mathbf", "\\boldsymbol", "\\bm"))
     text = text.replace("\\%", "").replace("%", "").replace("\\$", "").replace("$", "")
     text = re.sub(r"^[A-Za-z](?:\s*\(\s*[A-Za-z]\s*\))?\s*(?:=|\\in\b)\s*(?=\S)", "", text.strip())  # x = 5, f(x) = 2x
     text = SHORT_UNIT.sub("", UNIT_TAIL.sub("", text)).strip()
     word = WORD_UNIT.search(text)
-    if word is not None and _is_unit(word.group(1)):
+    if word is not None and is_unit(word.group(1)):
         text = text[: word.start()]
     text = THOUSANDS.sub(lambda m: m.group(1).replace(",", "") + (m.group(2) or ""), text)
     text = re.sub(r"(?<=\d)\s*\\ldots$", "", text) if re.fullmatch(r"-?\d+\s*\\ldots", text) else text
