@@ -22,8 +22,8 @@ import ast
 import re
 from dataclasses import dataclass
 
+from rlx.rewards.triton.kernels import kernel_defs
 from rlx.rewards.triton.records import Launch
-from rlx.rewards.triton.static import kernel_defs
 
 PLAN = re.compile(r"^# plan: (\w+)=(\d+), (no mask|mask\b[^\n]*)$", re.M)
 

@@ -36,6 +36,7 @@ import functools
 from collections.abc import Collection
 from typing import NamedTuple
 
+from rlx.rewards.triton.kernels import LOADS, WRITES, Key, calling
 from rlx.rewards.triton.program import Program, Refused, caught_import_errors, lookup, main_guard
 from rlx.rewards.triton.scopes import COMPREHENSIONS
 from rlx.rewards.triton.vocabulary import (
@@ -49,9 +50,6 @@ from rlx.rewards.triton.vocabulary import (
     kernel_words,
 )
 
-LOADS = {"load", "gather"}
-WRITES = {"store", "atomic_add", "atomic_and", "atomic_cas", "atomic_max", "atomic_min", "atomic_or"}
-WRITES |= {"atomic_xchg", "atomic_xor", "atomic_store"}
 NOT_IN_KERNELS = (
     ast.FunctionDef,
     ast.AsyncFunctionDef,
@@ -71,7 +69,6 @@ NOT_IN_KERNELS = (
     ast.Nonlocal,
     ast.Match,  # Triton's frontend has no match statement; interpreted, a class pattern reads any attribute
 )
-Key = tuple[str, int]
 
 
 class StaticResult(NamedTuple):
@@ -316,44 +313,6 @@ class _Check:
         raise Refused(f"a kernel calls {ast.unparse(func)[:60]} (only tl.*, kernels and a few builtins)")
 
 
-def _memory(kernel: ast.AST, names: set[str]) -> bool:
-    return any(
-        isinstance(n, ast.Call)
-        and (
-            (isinstance(n.func, ast.Attribute) and n.func.attr in names)
-            or (isinstance(n.func, ast.Name) and n.func.id in names)
-        )
-        for n in ast.walk(kernel)
-    )
-
-
-def _transitive(program: Program, names: set[str]) -> set[Key]:
-    """Kernels that call one of `names` themselves or through the program's kernels they call."""
-    found = {key for key, kernel in program.kernels.items() if _memory(kernel, names)}
-    while True:
-        named = {name for name, _ in found}
-        more = {
-            key
-            for key, kernel in program.kernels.items()
-            if key not in found
-            and any(
-                isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in named
-                for n in ast.walk(kernel)
-            )
-        }
-        if not more:
-            return found
-        found |= more
-
-
-def kernel_defs(tree: ast.Module) -> dict[Key, ast.FunctionDef]:
-    """The program's kernels by (name, first line); {} where its names cannot be resolved."""
-    try:
-        return Program(tree).kernels  # type: ignore[return-value]
-    except (Refused, RecursionError, MemoryError):
-        return {}
-
-
 @functools.lru_cache(maxsize=4096)  # a task file is scored many times per step
 def task_names(source: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     """What the program may read of the task file's module-level names (it runs in a copy of the task's
@@ -395,9 +354,9 @@ def static_checks(
         checks["defines_model_new"] = any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in tree.body)
         program = Program(tree)
         kernels = frozenset(program.kernels)
-        writers = frozenset(_transitive(program, WRITES))
+        writers = frozenset(calling(program, WRITES))
         checks["defines_jit_kernel"] = bool(kernels)
-        checks["loads_and_stores"] = bool(writers & _transitive(program, LOADS | WRITES - {"store"}))
+        checks["loads_and_stores"] = bool(writers & calling(program, LOADS | WRITES - {"store"}))
         _Check(program, constants, reserved, classes).statements(tree.body)
     except Refused as refused:
         return StaticResult(checks, f"refused by the static check: {str(refused)[:160]}", kernels, writers)
