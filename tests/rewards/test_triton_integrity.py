@@ -15,7 +15,8 @@ import pytest
 
 from rlx.data.kernels.generator import IMPORTS, generate
 from rlx.rewards.base import Status
-from rlx.rewards.triton.reward import TritonReward, decide, reference_trials
+from rlx.rewards.triton.reward import TritonReward
+from rlx.rewards.triton.verdict import decide, reference_trials, timing_draw
 
 pytestmark = pytest.mark.slow
 
@@ -137,7 +138,8 @@ def past_the_vocabulary(reward: TritonReward, texts: list[str], row: dict = ROW)
     reference = reward._references_for([row["source"]]).popitem()[1]
     expected = reference_trials(reference)
     assert not isinstance(expected, str), expected
-    check = reward._candidate_check(row["source"], [list(expected[t].inputs) for t in sorted(expected)])
+    inputs = [list(expected[t].inputs) for t in sorted(expected)]
+    check = reward._candidate_check(row["source"], inputs, timing_draw(reference))
     outcomes = reward.sandbox.map([row["preamble"] + text for text in texts], check)
     checks = dict.fromkeys(
         ("parses", "defines_model_new", "defines_jit_kernel", "loads_and_stores", "vocabulary"), True

@@ -32,7 +32,8 @@ import re
 import pytest
 
 from rlx.rewards.base import Status
-from rlx.rewards.triton.reward import TritonReward, decide, reference_trials
+from rlx.rewards.triton.reward import TritonReward
+from rlx.rewards.triton.verdict import decide, reference_trials, timing_draw
 
 pytestmark = pytest.mark.slow
 
@@ -199,7 +200,8 @@ def _alone(reward: TritonReward, case: dict):
     reference = reward._references_for([case["task"]]).popitem()[1]
     expected = reference_trials(reference)
     assert not isinstance(expected, str), expected
-    check = reward._candidate_check(case["task"], [list(expected[t].inputs) for t in sorted(expected)])
+    inputs = [list(expected[t].inputs) for t in sorted(expected)]
+    check = reward._candidate_check(case["task"], inputs, timing_draw(reference))
     outcome = reward.sandbox.map([case["code"]], check)[0]
     checks = dict.fromkeys(
         ("parses", "defines_model_new", "defines_jit_kernel", "loads_and_stores", "vocabulary"), True

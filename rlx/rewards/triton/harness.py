@@ -1,5 +1,6 @@
 """Runs inside a sandboxed process (rlx.rewards.sandbox.session), in one of two modes, and answers the
-checker's requests with plain data. It holds nothing secret: what it is sent is all it ever has.
+checker's requests with plain data. It holds nothing secret: what it is sent is all it ever has (timing, which
+forward takes the values to be checked is drawn only as that forward starts).
 
 reference (program: the task file; a Sandbox of its own, never used for a candidate): {"op": "load", "mode":
 "reference", "init_seed", "device"} builds `Model`; {"op": "draw", "trial", "seed"} draws that trial's inputs
@@ -18,7 +19,8 @@ rlx.rewards.triton.memory). Nothing here draws inputs, so torch's RNG state (see
 before the model is built, as KernelBench seeds both models alike) says nothing about them.
 Under TRITON_INTERPRET (a CPU) both modes install the CUDA-on-host emulation before any task or program code runs
 (rlx.rewards.triton.emulation), and hold its device mode while that code runs.
-Both: {"op": "time", "repeats", "seed" | "inputs"} -> a Timing (CUDA only). A load reply is {"ok": true},
+Both: {"op": "time", "repeats", "seed" | "inputs" (+ "check": the reference's timing draw)} -> a Timing (CUDA
+only; a candidate's carries the outputs of the timed forwards that were given `check`). A load reply is {"ok": true},
 {"error", "detail"} or {"violation"}. The comparison runs in the checker (rlx.rewards.triton.reward).
 """
 
@@ -28,6 +30,7 @@ import contextlib
 import gc
 import itertools
 import linecache
+import secrets
 import statistics
 from collections.abc import Callable
 
@@ -87,6 +90,7 @@ def _time_cuda(call: Callable[[], object], repeats: int) -> float:
 
 
 WARMUP = 3  # untimed forwards before the timed ones (_time_cuda)
+CHECKED = 3  # timed forwards of a candidate's given the reference's timing draw, their outputs compared
 
 
 def _encode_input(value: object) -> dict:
@@ -278,10 +282,16 @@ def _forward(message: dict, state: dict, session: Session) -> CandidateTrial:
 
 
 def _timing(message: dict, state: dict, session: Session) -> Timing:
-    """The median ms of a forward, timed like KernelBench; the candidate under the account it was checked under."""
+    """The median ms of a forward, timed like KernelBench; the candidate under the account it was checked under.
+    A candidate's timed forwards take the first trial's inputs, but CHECKED of them, drawn as they come, take
+    the reference's timing draw (`check`: values no trial had); their outputs return for the checker to compare."""
     model, device = state["model"], state["device"]
+    checked: list = []  # (output, its inputs' spans) of each checked forward
+    draws: list = []  # a copy of the timing draw for each check
+    left = [0, 0]  # checks left to draw, timed forwards left
     if state["mode"] == "candidate":
         given = [_decode_input(x, device) for x in message["inputs"]]
+        fresh = [_decode_input(x, device) for x in message.get("check", [])]
         # Each forward gets inputs of its own, copied before the timing and all alive until it ends (new objects,
         # new storage): the trials give every forward new inputs, so a forward that keeps its last output by its
         # inputs' identity (id, data_ptr) and returns it when they come again computes in every trial and in no
@@ -289,6 +299,11 @@ def _timing(message: dict, state: dict, session: Session) -> Timing:
         sets = [
             [_clone(x) if isinstance(x, torch.Tensor) else x for x in given] for _ in range(WARMUP + message["repeats"])
         ]
+        # A forward that keeps an output from the trials (by its call count, its inputs' shapes) and has a kernel
+        # copy it out computes nothing while timed. Some timed forwards get values no trial had, so a kept output
+        # is wrong there; which ones is drawn forward by forward (no list of them exists ahead of its forward).
+        draws = [[_clone(x) if isinstance(x, torch.Tensor) else x for x in fresh] for _ in range(CHECKED)]
+        left = [min(CHECKED, message["repeats"]) if fresh else 0, message["repeats"]]  # checks, timed forwards
     else:
         torch.manual_seed(message["seed"])
         sets = [[x.to(device) if isinstance(x, torch.Tensor) else x for x in state["task"]["get_inputs"]()]]
@@ -297,10 +312,16 @@ def _timing(message: dict, state: dict, session: Session) -> Timing:
     turn = itertools.count()
 
     def call():
-        inputs = sets[next(turn) % len(sets)]
+        index = next(turn)
+        inputs = sets[index % len(sets)]
         if account is None:
             with torch.no_grad():
                 return model(*inputs)
+        check = False
+        if index >= WARMUP and left[1] > 0:
+            check = secrets.randbelow(left[1]) < left[0]  # k of the n timed forwards left, each as likely
+            left[0], left[1] = left[0] - check, left[1] - 1
+            inputs = draws.pop() if check else inputs
         mine = Launches()
         try:
             with _accounted(session, account, mine):
@@ -311,12 +332,15 @@ def _timing(message: dict, state: dict, session: Session) -> Timing:
         # earlier forward and returned untouched (calls counted, then the first output again) is no timed work
         if not isinstance(output, torch.Tensor) or storage_ptr(output) not in mine.storages:
             raise RuntimeError("a timed forward returned an output that no kernel it launched was given")
+        if check:
+            checked.append((output, [storage_span(x) for x in inputs if isinstance(x, torch.Tensor)]))
         return output
 
     try:
         ms = _time_cuda(call, message["repeats"])
         refused = () if account is None else tuple(account.refused + launches.refused)
-        return Timing(ms=ms, refused=refused)
+        outputs = tuple(encode_output(output, spans) for output, spans in checked)
+        return Timing(ms=ms, refused=refused, outputs=outputs)
     except BaseException as err:  # noqa: BLE001  a forward that breaks only while timed earns no speedup
         refused = () if account is None else tuple(account.refused + launches.refused)
         return Timing(error=_name(err), refused=refused)

@@ -182,26 +182,31 @@ def first_by_trial(records, parse) -> dict:
 @dataclass(frozen=True)
 class Timing:
     """The harness's GPU timing of one forward (CUDA only): `ms`, the median milliseconds after warm-up, or
-    `error`, what the forward raised while timed; refused: what the runtime account refused while timed."""
+    `error`, what the forward raised while timed; refused: what the runtime account refused while timed; outputs:
+    the encoded outputs of the candidate's timed forwards that were given the reference's timing draw."""
 
     ms: float | None = None
     error: str | None = None
     refused: tuple[str, ...] = ()
+    outputs: tuple[dict, ...] = ()
 
     def to_json(self) -> dict:
         out: dict = {"event": "timing", "refused": list(self.refused)}
         out = out if self.ms is None else {**out, "ms": self.ms}
+        out = out if not self.outputs else {**out, "outputs": list(self.outputs)}
         return out if self.error is None else {**out, "error": self.error}
 
     @classmethod
     def parse(cls, record: object) -> Timing | None:
-        """None unless `record` is a timing with a list of refused names; an `ms` that is not a finite positive
-        number reads as None (no usable time)."""
+        """None unless `record` is a timing with a list of refused names and a list of outputs (dicts, checked
+        when compared); an `ms` that is not a finite positive number reads as None (no usable time)."""
         if not isinstance(record, dict) or record.get("event") != "timing":
             return None
-        ms, refused = record.get("ms"), record.get("refused", [])
+        ms, refused, outputs = record.get("ms"), record.get("refused", []), record.get("outputs", [])
         if not (isinstance(refused, list) and all(isinstance(r, str) for r in refused)):
+            return None
+        if not (isinstance(outputs, list) and all(isinstance(o, dict) for o in outputs)):
             return None
         if not isinstance(ms, (int, float)) or isinstance(ms, bool) or not math.isfinite(ms) or ms <= 0:
             ms = None
-        return cls(None if ms is None else float(ms), _text(record.get("error")), tuple(refused))
+        return cls(None if ms is None else float(ms), _text(record.get("error")), tuple(refused), tuple(outputs))

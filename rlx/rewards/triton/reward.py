@@ -35,8 +35,11 @@ Checks, each with its own label in `details["checks"]`:
   correct         all trials match the reference: exact dtype and shape, finite, KernelBench atol = rtol
                   (1e-4 fp32, 1e-2 fp16/bf16), compared here on decoded bytes;
   speedup         GPU only: reference and candidate timed by the harness with CUDA events after warm-up,
-                  L2 flushed; on CPU kernels run under TRITON_INTERPRET=1 and speed is reported as
-                  unavailable (None), never estimated.
+                  L2 flushed; each timed forward on its own copy of the first trial's inputs, but three, drawn
+                  as they come, on the reference's timing draw (values no trial had), their outputs compared
+                  here (a wrong one fails `correct`: a kept output copied out by a kernel earns nothing); on
+                  CPU kernels run under TRITON_INTERPRET=1 and speed is reported as unavailable (None), never
+                  estimated.
   plan            the completion's `# plan:` line agrees with the kernels it launched and with the row's
                   reference plan (rlx.rewards.triton.plan); earned by a PASS only.
 Reward = valid × (correct + speedup_weight · min(speedup, speedup_cap)) + plan_weight · plan · [PASS], the
@@ -53,11 +56,11 @@ import hashlib
 import secrets
 
 from rlx.rewards.base import Reward, Status, Verdict
-from rlx.rewards.sandbox.session import Failure, Limits, Sandbox, Session
+from rlx.rewards.sandbox.session import Limits, Sandbox, Session
 from rlx.rewards.triton.plan import plan_score
-from rlx.rewards.triton.records import CandidateTrial, ReferenceTrial, Timing, first_by_trial
+from rlx.rewards.triton.records import CandidateTrial, first_by_trial
 from rlx.rewards.triton.static import StaticResult, static_checks, task_names
-from rlx.rewards.triton.tensors import compare
+from rlx.rewards.triton.verdict import ZERO, Outcome, decide, reference_trials, timing_draw
 from rlx.rewards.unit_tests import extract_code
 
 HARNESS = "rlx.rewards.triton.harness"
@@ -81,155 +84,6 @@ PACKAGES = ("torch", "triton", "numpy")
 # Public: the models' weights are initialised alike (KernelBench seeds both); the trial inputs do not come from
 # it, nor from anything else in the candidate's process.
 INIT_SEED = 0
-RUNTIME_CHECKS = (
-    "launched",
-    "no_fallback",
-    "kernels_compute",
-    "kernel_output",
-    "plain_output",
-    "in_bounds",
-    "inputs_unchanged",
-)
-ZERO = {"valid": 0.0, "compiled": 0.0, "correct": 0.0, "fast_1": 0.0, "plan": 0.0}
-FORMAT_ERRORS = ("SyntaxError", "IndentationError", "TabError")
-Outcome = dict | Failure  # a session's replies ({"load": reply} or {"trials": [...], "timing": ...}), or its end
-
-
-def reference_trials(reference: Outcome) -> dict[int, ReferenceTrial] | str:
-    """The reference's trials with outputs, or why the reference run cannot be compared against."""
-    if isinstance(reference, Failure):
-        return f"{reference.status.value}: {reference.reason}"
-    if "load" in reference:
-        return f"loading the task raised {reference['load'].get('error')}"
-    found = first_by_trial(reference["trials"], ReferenceTrial.parse)
-    if not found or any(t.output is None for t in found.values()):
-        return "its forward returned no tensor"
-    return found
-
-
-def runs_every_layer_call(reference: ReferenceTrial, candidate: CandidateTrial) -> bool:
-    """Whether the program ran, itself, every torch.nn layer call of a reference that computes nothing outside
-    its layers (reward.torch_in_forward=reference_layers): then the layers made the whole answer, and a kernel at
-    most copied it. A reference with any compute outside its layers leaves that to kernels, whatever the program
-    keeps."""
-    if reference.outside or not reference.calls or not candidate.layer_calls:
-        return False
-    return all(candidate.layer_calls.get(kind, 0) >= count for kind, count in reference.calls.items())
-
-
-def _load_failure(reply: dict) -> tuple[Status, str]:
-    if "violation" in reply:
-        return Status.VIOLATION, str(reply["violation"])[:200]
-    error = str(reply.get("error"))[:80]
-    status = Status.FORMAT if error in FORMAT_ERRORS else Status.OOM if error == "MemoryError" else Status.CRASH
-    return status, f"loading the code raised {error}"
-
-
-def decide(
-    checks: dict,
-    outcome: Outcome,
-    reference: Outcome,
-    speedup_cap: float,
-    speedup_weight: float,
-    static: StaticResult | None = None,
-) -> Verdict:
-    """Verdict from the static checks, what the candidate's session answered (or how it ended) and the
-    reference's (no plan: TritonReward adds it to a PASS). `static`: the program's kernels and which of them
-    write memory (None: any launch counts)."""
-    refused_word = static.reason if static is not None else ""
-    if not (checks["parses"] and checks["defines_model_new"]):
-        return Verdict(0.0, Status.FORMAT, ZERO, {"checks": checks})
-    for check, why in (
-        ("defines_jit_kernel", "no @triton.jit kernel"),
-        ("loads_and_stores", "no kernel both loads and stores"),
-        ("vocabulary", refused_word),
-    ):
-        if not checks.get(check, True):
-            return Verdict(0.0, Status.VIOLATION, ZERO, {"checks": checks, "reason": why})
-    expected = reference_trials(reference)
-    if isinstance(expected, str):
-        return Verdict(0.0, Status.INFRA, {}, {"checks": checks, "reason": f"reference run failed: {expected}"})
-    if isinstance(outcome, Failure):
-        base = {"wall_s": outcome.facts.wall_s, "output_tail": outcome.facts.output_tail}
-        return Verdict(0.0, outcome.status, ZERO, {**base, "checks": checks, "reason": outcome.reason})
-    if "load" in outcome:
-        status, why = _load_failure(outcome["load"])
-        return Verdict(0.0, status, ZERO, {"checks": checks, "reason": why})
-    found = first_by_trial(outcome["trials"], CandidateTrial.parse)
-    got = [found.get(t) for t in sorted(expected)]  # None: the trial left no well-formed reply
-    errors = [r.error if r else None for r in got if r is None or r.error]
-    if any(e is not None and e.startswith("MemoryError") for e in errors):
-        return Verdict(0.0, Status.OOM, ZERO, {"checks": checks, "reason": "MemoryError in forward"})
-    comparisons = [
-        compare(r.output, expected[t].output or {}) if r and r.output else (False, "")
-        for t, r in zip(sorted(expected), got, strict=True)
-    ]
-
-    def launched(r: CandidateTrial | None) -> bool:
-        if r is None or r.launch_count == 0:
-            return False
-        return static is None or (set(r.kernels) <= static.kernels and bool(set(r.kernels) & static.writers))
-
-    checks = {
-        **checks,
-        "launched": all(launched(r) for r in got),
-        "no_fallback": not any(r is not None and r.refused for r in got),
-        "kernels_compute": not any(
-            r is not None and runs_every_layer_call(expected[t], r) for t, r in zip(sorted(expected), got, strict=True)
-        ),
-        "kernel_output": all(r is not None and r.output_from_kernel for r in got),
-        "plain_output": not any(r is not None and r.violation for r in got),
-        "in_bounds": all(r is not None and r.canaries_ok and not r.out_of_bounds for r in got),
-        "inputs_unchanged": all(r is not None and r.inputs_unchanged for r in got),
-        "compiled": not errors,
-        "correct": all(ok for ok, _ in comparisons),
-    }
-    violations = [r.violation for r in got if r is not None and r.violation]
-    foreign = {k for r in got if r is not None and static is not None for k in r.kernels} - (
-        static.kernels if static is not None else set()
-    )
-    details = {
-        "checks": checks,
-        "refused": sorted({x for r in got if r is not None for x in r.refused})[:6],
-        **(
-            {"out_of_bounds": faults[:3]}
-            if (faults := [x for r in got if r is not None for x in r.out_of_bounds])
-            else {}
-        ),
-        **({"foreign_kernels": sorted(f"{n}@{line}" for n, line in foreign)[:3]} if foreign else {}),
-        "errors": errors[:3],
-        "mismatch": [why for ok, why in comparisons if not ok][:3],
-        **({"output": violations[0]} if violations else {}),
-    }
-    valid = all(checks[k] for k in RUNTIME_CHECKS)
-    speedup = _speedup(outcome.get("timing"), reference.get("timing") if isinstance(reference, dict) else None)
-    details["speedup"] = speedup if speedup is not None else "unavailable (no GPU timing: CPU/TRITON_INTERPRET)"
-    correct = float(checks["correct"] and checks["compiled"])
-    components = {
-        "valid": float(valid),
-        "compiled": float(checks["compiled"]),
-        "correct": correct * valid,
-        "fast_1": float(bool(valid and correct and speedup is not None and speedup > 1.0)),
-        "plan": 0.0,
-    }
-    if not checks["compiled"] and checks["no_fallback"] and checks["plain_output"] and checks["in_bounds"]:
-        return Verdict(0.0, Status.CRASH, {**components, "valid": 0.0}, {**details, "reason": "forward raised"})
-    if not valid:
-        failed = [k for k in RUNTIME_CHECKS if not checks[k]]
-        return Verdict(0.0, Status.VIOLATION, {**components, "correct": 0.0}, {**details, "reason": f"failed {failed}"})
-    if not correct:
-        return Verdict(0.0, Status.FAIL, components, details)
-    term = speedup_weight * min(speedup, speedup_cap) if speedup is not None else 0.0
-    return Verdict(1.0 + term, Status.PASS, components, details)
-
-
-def _speedup(candidate: object, reference: object) -> float | None:
-    """Reference ms / candidate ms from the harness's timing replies (GPU only); None where either is missing,
-    broke, or the candidate made a refused torch call while it was timed."""
-    new, ref = Timing.parse(candidate), Timing.parse(reference)
-    if new is None or ref is None or new.refused or new.ms is None or ref.ms is None:
-        return None
-    return ref.ms / new.ms
 
 
 class TritonReward(Reward):
@@ -267,7 +121,7 @@ class TritonReward(Reward):
         # the trial inputs' seeds: null draws one per reward. They go only to the reference's sandbox (the task
         # file); the candidate's gets the inputs as bytes, so no seed is there to read, and an unguessable one
         # keeps a completion from drawing the same inputs itself and precomputing their answers
-        seed = secrets.randbelow(2**31 - 1000 * trials) if seed is None else seed
+        seed = secrets.randbelow(2**31 - 1000 * (trials + 1)) if seed is None else seed
         self.device, self.trials, self.seed = device, trials, seed
         self.speedup_cap, self.speedup_weight, self.time_repeats = speedup_cap, speedup_weight, time_repeats
         if plan_weight < 0:
@@ -308,12 +162,14 @@ class TritonReward(Reward):
             return {"load": loaded}
         seeds = [self.seed + 1000 * t for t in range(self.trials)]
         trials = [session.request({"op": "draw", "trial": t, "seed": s})[0] for t, s in enumerate(seeds)]
-        timing = None
-        if self.device == "cuda":
-            timing = session.request({"op": "time", "seed": seeds[0], "repeats": self.time_repeats})[0]
-        return {"trials": trials, "timing": timing}
+        if self.device != "cuda":
+            return {"trials": trials, "timing": None}
+        timing = session.request({"op": "time", "seed": seeds[0], "repeats": self.time_repeats})[0]
+        # the timing draw: inputs no trial has, given to some of the candidate's timed forwards to check them
+        timed = session.request({"op": "draw", "trial": self.trials, "seed": self.seed + 1000 * self.trials})[0]
+        return {"trials": trials, "timing": timing, "timed": timed}
 
-    def _candidate_check(self, task: str, inputs: list[list[dict]]):
+    def _candidate_check(self, task: str, inputs: list[list[dict]], check_inputs: list[dict]):
         def check(session: Session, index: int) -> dict:
             loaded, _ = session.request(self._load(task, "candidate"))
             if loaded.get("ok") is not True:
@@ -326,7 +182,8 @@ class TritonReward(Reward):
                     return {"trials": trials}  # its harness's own torch calls are not to be trusted after this
             timing = None
             if self.device == "cuda":
-                timing = session.request({"op": "time", "inputs": inputs[0], "repeats": self.time_repeats})[0]
+                message = {"op": "time", "inputs": inputs[0], "check": check_inputs, "repeats": self.time_repeats}
+                timing = session.request(message)[0]
             return {"trials": trials, "timing": timing}
 
         return check
@@ -348,14 +205,16 @@ class TritonReward(Reward):
         keys = [hashlib.sha256(row["source"].encode()).hexdigest() for row in rows]
         codes = [row.get("preamble", "") + extract_code(c) for c, row in zip(completions, rows, strict=True)]
         statics = [static_checks(code, *task_names(row["source"])) for code, row in zip(codes, rows, strict=True)]
-        runnable: list[tuple[int, list[list[dict]]]] = []
+        runnable: list[tuple[int, list[list[dict]], list[dict]]] = []
         for i, (checks, *_) in enumerate(statics):
             expected = reference_trials(references[keys[i]])
             if all(checks.values()) and not isinstance(expected, str):
-                runnable.append((i, [list(expected[t].inputs) for t in sorted(expected)]))
-        checks_by = [self._candidate_check(rows[i]["source"], inputs) for i, inputs in runnable]
-        fresh = self.sandbox.map([codes[i] for i, _ in runnable], lambda session, j: checks_by[j](session, j))
-        outcomes = {i: outcome for (i, _), outcome in zip(runnable, fresh, strict=True)}
+                runnable.append(
+                    (i, [list(expected[t].inputs) for t in sorted(expected)], timing_draw(references[keys[i]]))
+                )
+        checks_by = [self._candidate_check(rows[i]["source"], inputs, draw) for i, inputs, draw in runnable]
+        fresh = self.sandbox.map([codes[i] for i, *_ in runnable], lambda session, j: checks_by[j](session, j))
+        outcomes = {i: outcome for (i, *_), outcome in zip(runnable, fresh, strict=True)}
         return [
             self._verdict(completions[i], codes[i], statics[i], outcomes.get(i), references[keys[i]], row.get("plan"))
             for i, row in enumerate(rows)
