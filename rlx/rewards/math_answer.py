@@ -12,6 +12,9 @@ An answer is normalised (`normalise`), then read (`read`) as one of:
 - `Items`: a list. A bare one ("2, 3", "x = 2 or x = 3") or a set ("\\{2, 3\\}") is a set of solutions
   (MATH's "enter all the solutions, separated by commas"): order-free; a bracketed one ("(1, 2)", "[0, 1)") is
   ordered and its brackets count;
+- `Items` of rows, a matrix or vector: `\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}` (MATH's vectors and matrices;
+  `bmatrix`, `Bmatrix`, `matrix` and `smallmatrix` are the same matrix, `vmatrix` a determinant, not), read entry
+  by entry, shape and order counting;
 - `Text`: anything else, compared without its spaces.
 
 Rules (each pinned by tests/rewards/test_math*.py):
@@ -50,7 +53,7 @@ from rlx.rewards.math_value import MAX_NESTING, Reader, TooLarge, Value, rounds_
 MAX_CHARS = 2000  # longer answers are compared as text (no parsing cost grows with a hostile answer's size)
 THOUSANDS = re.compile(r"(?<![\d,.])(-?\d{1,3}(?:,\d{3})+)(\.\d+)?(?![\d])(?!,\d)")
 SPACED_THOUSANDS = re.compile(r"-?\d{1,3}(?: \d{3})+(?:\.\d+)?")  # "1 000 000", from 1\,000\,000 too
-SPACING = re.compile(r"\\[,;:! ]|\\q?quad\b|~")
+SPACING = re.compile(r"(?<!\\)((?:\\\\)*)(?:\\[,;:! ]|\\q?quad\b|~)")  # "\\ " is a row break, then a space
 DELIMITERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
 NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 TOKEN = re.compile(rf"\s*({NUMBER}|\\frac|\\sqrt|\\pi|\\cdot|\\times|\\div|[-+*/^(){{}}])")
@@ -84,6 +87,9 @@ OVERLINE = re.compile(r"(-?)(\d*)\.(\d*)\\overline\{(\d{1,100})\}")
 ELLIPSIS = re.compile(r"(-?)(\d*)\.(\d+)\s*\\ldots")
 MAX_CYCLE = 100  # digits of a repeating block
 PLAIN_INTEGER = re.compile(r"-?[0-9]{1,100}", re.ASCII)  # ASCII digits only: int() also reads "٣" and "1_0"
+# a matrix environment (its body holds no other environment); `\\` ends a row, `&` a column
+MATRIX = re.compile(r"\\begin\{([pbB]?matrix|smallmatrix)\}((?:(?!\\begin\{|\\end\{).)*)\\end\{\1\}", re.S)
+ROW_BREAK = re.compile(r"\\\\(?:\[[^\]]*\])?")  # "\\" and "\\[2pt]"
 WORDS = re.compile(r" (?:or|and) ")  # "x = 2 or x = 3": two solutions (after normalise, spaces are single)
 
 
@@ -173,7 +179,7 @@ def _decorated(answer: str) -> str:
     text = _unwrap(text, HIDDEN, keep=False)
     text = re.sub(r"\\color\{[^{}]*\}", "", text)
     text = _unwrap(text, ("\\textcolor",), keep=False)  # \textcolor{red}{7}: its colour goes, {7} stays
-    return SPACING.sub(" ", text)
+    return SPACING.sub(lambda m: m.group(1) + " ", text)
 
 
 def units(answer: str) -> tuple[str | None, bool]:
@@ -307,6 +313,13 @@ def read(answer: str, depth: int = 0) -> Number | Real | Items | Text:
     text = normalise(answer) if len(answer) <= MAX_CHARS else answer.strip()
     if len(text) > MAX_CHARS or depth > MAX_NESTING:
         return Text(text.replace(" ", ""))
+    matrix = MATRIX.fullmatch(text)
+    if matrix is not None:
+        rows = ROW_BREAK.split(matrix.group(2))
+        rows = rows[:-1] if len(rows) > 1 and not rows[-1].strip() else rows  # a trailing \\ ends no row
+        cells = [row.split("&") for row in rows]
+        if all(c.strip() for row in cells for c in row):
+            return Items("matrix", tuple(Items("row", tuple(read(c, depth + 1) for c in row)) for row in cells))
     for left, closers in BRACKETS.items():
         for right in closers:
             if text.startswith(left) and text.endswith(right) and len(text) > len(left) + len(right):

@@ -46,6 +46,25 @@ from tests.rewards.recall.math_corpus import ADVERSARIAL, HONEST
         ("\\{1, 2\\}", Items("", (Number(Fraction(1)), Number(Fraction(2))))),  # a set is a set of solutions
         ("\\phantom{8}7", Number(Fraction(7))),  # what renders as nothing is nothing
         ("\\textbf{(C)}", Text("C")),
+        # MATH's vectors and matrices: rows of entries, each read as a value
+        (
+            "\\begin{pmatrix} -\\frac{1}{3} \\\\ 0.5 \\end{pmatrix}",
+            Items("matrix", (Items("row", (Number(Fraction(-1, 3)),)), Items("row", (Number(Fraction(1, 2), 1),)))),
+        ),
+        (
+            "\\begin{bmatrix}1&2\\\\3&4\\\\\\end{bmatrix}",  # a trailing \\\\ ends no row
+            Items(
+                "matrix",
+                (
+                    Items("row", (Number(Fraction(1)), Number(Fraction(2)))),
+                    Items("row", (Number(Fraction(3)), Number(Fraction(4)))),
+                ),
+            ),
+        ),
+        (
+            "\\begin{vmatrix} 1 & 2 \\\\ 3 & 4 \\end{vmatrix}",
+            Text("\\begin{vmatrix}1&2\\\\3&4\\end{vmatrix}"),
+        ),  # a determinant
     ],
 )
 def test_answers_are_read_as_values(answer, value):
@@ -81,6 +100,28 @@ def test_answers_are_read_as_values(answer, value):
         ("7?", "7", False),
         ("x^2+1", "1+x^2", None),  # text that differs: left to a symbolic verifier
         ("123", "1,2,3", False),
+        # LaTeX's row break "\\\\" followed by a space is not the spacing command "\\ " (a vector read as "1 \\2")
+        ("\\begin{pmatrix}1\\\\2\\end{pmatrix}", "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", True),
+        (
+            "\\begin{pmatrix} -1/3 \\\\ 2/3 \\end{pmatrix}",
+            "\\begin{pmatrix} -\\frac{1}{3} \\\\ \\frac{2}{3} \\end{pmatrix}",
+            True,
+        ),
+        ("\\begin{bmatrix}1&2\\\\3&4\\end{bmatrix}", "\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}", True),
+        (
+            "\\begin{pmatrix}1&3\\\\2&4\\end{pmatrix}",
+            "\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}",
+            False,
+        ),  # transposed
+        (
+            "\\begin{pmatrix}1 & 2\\end{pmatrix}",
+            "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}",
+            False,
+        ),  # a row, not a column
+        ("\\begin{pmatrix}2\\\\1\\end{pmatrix}", "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", False),  # ordered
+        ("\\begin{pmatrix}1\\\\2\\\\3\\end{pmatrix}", "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", False),
+        ("\\begin{pmatrix}1 \\text{ or } 3\\\\2\\end{pmatrix}", "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", False),
+        ("(1, 2)", "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", False),  # a tuple is not a column vector
     ],
 )
 def test_decide(predicted, reference, same):
