@@ -28,7 +28,8 @@ import multiprocessing
 import re
 
 from rlx.rewards.base import Reward, Status, Verdict
-from rlx.rewards.math_answer import MINUS, braced, decide, normalise, stated_decimals, wordy
+from rlx.rewards.math_answer import decide, stated_decimals, wordy
+from rlx.rewards.math_text import MINUS, braced, normalise
 
 # a number, not an exponent ("49 cm^2" ends in 49, not 2) nor part of a name ("x2")
 NUMBER = re.compile(r"(?<![\^\w.{])(?:-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])(?!,\d)|-?\d+(?:\.\d+)?|-?\.\d+)")

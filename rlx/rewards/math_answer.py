@@ -47,18 +47,13 @@ import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from rlx.rewards.math_units import SHORT_UNIT, TEXT_UNIT, UNIT_TAIL, WORD_UNIT, is_unit, stated_unit
+from rlx.rewards.math_text import decorated, normalise, units
 from rlx.rewards.math_value import MAX_NESTING, Reader, TooLarge, Value, rounds_to
 
 MAX_CHARS = 2000  # longer answers are compared as text (no parsing cost grows with a hostile answer's size)
-THOUSANDS = re.compile(r"(?<![\d,.])(-?\d{1,3}(?:,\d{3})+)(\.\d+)?(?![\d])(?!,\d)")
-SPACED_THOUSANDS = re.compile(r"-?\d{1,3}(?: \d{3})+(?:\.\d+)?")  # "1 000 000", from 1\,000\,000 too
-SPACING = re.compile(r"(?<!\\)((?:\\\\)*)(?:\\[,;:! ]|\\q?quad\b|~)")  # "\\ " is a row break, then a space
-DELIMITERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
 NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 TOKEN = re.compile(rf"\s*({NUMBER}|\\frac|\\sqrt|\\pi|\\cdot|\\times|\\div|[-+*/^(){{}}])")
 BRACKETS = {"(": (")", "]"), "[": (")", "]"), "\\{": ("\\}",)}
-HIDDEN = ("\\phantom", "\\hphantom", "\\vphantom", "\\cancel", "\\bcancel", "\\xcancel", "\\sout", "\\st")
 RELATION = re.compile(  # a command ends where its letters do: "\neq7" is \neq before 7
     r"\\(?:n?[lg]eq?q?|[lg]eqslant|[lg]t|l?neg|not|neq?|n?less|ngtr|[lg]n?eqq?|lesssim|gtrsim|lessapprox|gtrapprox|ll|gg"
     r"|prec|succ|preceq|succeq|approx|approxeq|thickapprox|doteq|sim|simeq|thicksim|backsim|eqsim|cong|propto|mid|nmid)"
@@ -68,20 +63,6 @@ RELATION = re.compile(  # a command ends where its letters do: "\neq7" is \neq b
     r"|(?<=\d)\s*\|\s*(?=[-+]?\d)",  # 7|8: divides (or a hedge), never 7
     re.IGNORECASE,
 )
-# A tilde is LaTeX's unbreakable space, except right before a number at the start or after a space ("~7", "is
-# ~7"): there it says "about", the relation \approx.
-ABOUT = re.compile(r"(?:^|(?<=\s))~(?=\s*[-+]?\.?\d)")
-# Typographic minus signs (the hyphen, the figure and en dashes, the small and full-width hyphen-minus): a minus,
-# so "–7" is -7, never 7 with a stray mark a symbolic verifier would drop.
-MINUS = str.maketrans(dict.fromkeys("\u2010\u2011\u2012\u2013\u2212\ufe63\uff0d", "-"))
-SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻", "0123456789+-")
-SUPERSCRIPT = re.compile("[⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻]+")  # 10⁸ is 10^{8} and 7² is 49: an exponent, not a digit to drop
-VULGAR = {  # the vulgar fraction characters as (numerator, denominator)
-    "½": (1, 2), "⅓": (1, 3), "⅔": (2, 3), "¼": (1, 4), "¾": (3, 4), "⅕": (1, 5), "⅖": (2, 5), "⅗": (3, 5),
-    "⅘": (4, 5), "⅙": (1, 6), "⅚": (5, 6), "⅐": (1, 7), "⅛": (1, 8), "⅜": (3, 8), "⅝": (5, 8), "⅞": (7, 8),
-    "⅑": (1, 9), "⅒": (1, 10),
-}  # fmt: skip
-LOGICAL = re.compile(r"\\(?:lor|vee)\b|∨|\\(?:land|wedge)\b|∧")  # "7 \lor 8" is "7 or 8": two answers
 MIXED = re.compile(r"(-?)(\d+)\s*\\frac\s*(?:\{(\d+)\}|(\d))\s*(?:\{(\d+)\}|(\d))|(-?)(\d+)\s+(\d+)/(\d+)")
 OVERLINE = re.compile(r"(-?)(\d*)\.(\d*)\\overline\{(\d{1,100})\}")
 ELLIPSIS = re.compile(r"(-?)(\d*)\.(\d+)\s*\\ldots")
@@ -90,6 +71,7 @@ PLAIN_INTEGER = re.compile(r"-?[0-9]{1,100}", re.ASCII)  # ASCII digits only: in
 # a matrix environment (its body holds no other environment); `\\` ends a row, `&` a column
 MATRIX = re.compile(r"\\begin\{([pbB]?matrix|smallmatrix)\}((?:(?!\\begin\{|\\end\{).)*)\\end\{\1\}", re.S)
 ROW_BREAK = re.compile(r"\\\\(?:\[[^\]]*\])?")  # "\\" and "\\[2pt]"
+BASED = re.compile(r"([0-9A-Za-z]+)(?:_\{?(\d{1,2})\}?)?")  # digits, then a base subscript: 1011_2, A3F_{16}
 WORDS = re.compile(r" (?:or|and) ")  # "x = 2 or x = 3": two solutions (after normalise, spaces are single)
 
 
@@ -117,98 +99,6 @@ class Items:
 class Text:
     text: str
     huge: bool = False  # a number over the size limits (2^{10^9}): equal only to the same text, never verified
-
-
-def braced(text: str, start: int) -> tuple[str, int] | None:
-    """The contents of the {...} group opening at text[start], and the index after it (nested braces kept)."""
-    if start >= len(text) or text[start] != "{":
-        return None
-    depth = 0
-    for index in range(start, len(text)):
-        depth += {"{": 1, "}": -1}.get(text[index], 0)
-        if depth == 0:
-            return text[start + 1 : index], index + 1
-    return None
-
-
-def _unwrap(text: str, commands: tuple[str, ...], keep: bool = True) -> str:
-    """Every `\\cmd{x}` of `commands` replaced by x (or removed when not `keep`)."""
-    for command in commands:
-        position = 0
-        while (start := text.find(command + "{", position)) != -1:
-            group = braced(text, start + len(command))
-            if group is None:
-                break
-            text = text[:start] + (group[0] if keep else "") + text[group[1] :]
-            position = start
-    return text
-
-
-def _strip_delimiters(text: str) -> str:
-    changed = True
-    while changed:
-        changed = False
-        text = text.strip()
-        if text.startswith("\\boxed{") and (group := braced(text, 6)) and group[1] == len(text):
-            text, changed = group[0], True
-        for left, right in DELIMITERS:
-            if len(text) > len(left) + len(right) and text.startswith(left) and text.endswith(right):
-                text, changed = text[len(left) : -len(right)], True
-                break
-        if text.endswith(".") and not text.endswith("..") and not text.endswith("\\."):
-            text, changed = text[:-1], True
-    return text
-
-
-def _decorated(answer: str) -> str:
-    """The answer without delimiters, LaTeX styling and what renders as nothing or struck out."""
-    # MATH's thousands separators: 1{,}000 and 1,\!000 (a comma with its space taken back), never "1, 000"
-    text = answer.translate(MINUS).replace("{,}", ",").replace(",\\!", ",").replace("**", "").replace("π", "\\pi ")
-    text = text.replace("×", "\\times ").replace("·", "\\cdot ").replace("÷", "\\div ")
-    text = text.replace("±", "\\pm ").replace("∓", "\\pm ")
-    text = re.sub(r"\\mp(?![A-Za-z])", r"\\pm", text)  # a ∓ b is the same two values as a ± b
-    # 3½ is the mixed number 3\\frac{1}{2}, never 3 with a mark a symbolic verifier drops
-    text = re.sub("[" + "".join(VULGAR) + "]", lambda m: "\\frac{{{}}}{{{}}} ".format(*VULGAR[m.group(0)]), text)
-    text = SUPERSCRIPT.sub(lambda m: "^{" + m.group(0).translate(SUPERSCRIPTS) + "}", text)
-    text = LOGICAL.sub(lambda m: " and " if m.group(0) in ("\\land", "\\wedge", "∧") else " or ", text)
-    text = re.sub(r"\.\.\.|…|\\[lc]?dots\b", r"\\ldots ", text).rstrip()  # an ellipsis is one mark, not periods
-    text = re.sub(r"√\s*(\d+)", r"\\sqrt{\1}", text)
-    text = ABOUT.sub(r"\\approx ", _strip_delimiters(text))
-    text = re.sub(r"\\[dt]frac", r"\\frac", text)
-    text = re.sub(r"\\left\b|\\right\b|\\displaystyle\b", "", text)
-    text = _unwrap(text, HIDDEN, keep=False)
-    text = re.sub(r"\\color\{[^{}]*\}", "", text)
-    text = _unwrap(text, ("\\textcolor",), keep=False)  # \textcolor{red}{7}: its colour goes, {7} stays
-    return SPACING.sub(lambda m: m.group(1) + " ", text)
-
-
-def units(answer: str) -> tuple[str | None, bool]:
-    """(the unit the answer states, whether it states a percent)."""
-    text = _decorated(answer)
-    return stated_unit(text), bool(re.search(r"%|\bpercent\b", text))
-
-
-def normalise(answer: str) -> str:
-    """The answer without its decorations (module docstring); thousands separators removed."""
-    text = _decorated(answer)
-    text = re.sub(r"\^\s*\{?\\circ\}?|°|\\degree\b", "", text)
-    unit = TEXT_UNIT.search(text)  # a \text{...} (or \mbox, \mathrm) unit after a number: "49\text{ cm}^2"
-    if unit is not None and is_unit(unit.group(1)):
-        text = text[: unit.start()]
-    text = _unwrap(text, ("\\text", "\\textbf", "\\mbox", "\\mathrm", "\\mathbf", "\\boldsymbol", "\\bm"))
-    text = text.replace("\\%", "").replace("%", "").replace("\\$", "").replace("$", "")
-    text = re.sub(r"^[A-Za-z](?:\s*\(\s*[A-Za-z]\s*\))?\s*(?:=|\\in\b)\s*(?=\S)", "", text.strip())  # x = 5, f(x) = 2x
-    text = SHORT_UNIT.sub("", UNIT_TAIL.sub("", text)).strip()
-    word = WORD_UNIT.search(text)
-    if word is not None and is_unit(word.group(1)):
-        text = text[: word.start()]
-    text = THOUSANDS.sub(lambda m: m.group(1).replace(",", "") + (m.group(2) or ""), text)
-    text = re.sub(r"(?<=\d)\s*\\ldots$", "", text) if re.fullmatch(r"-?\d+\s*\\ldots", text) else text
-    text = re.sub(r"(?<![.\\])\.$", "", " ".join(text.split())).strip()
-    if SPACED_THOUSANDS.fullmatch(text):
-        text = text.replace(" ", "")
-    choice = re.fullmatch(r"\(([A-Za-z])\)", text)  # a multiple-choice letter: "(C)" is C
-    return choice.group(1) if choice else text
 
 
 def number(text: str) -> Number | Real | Text | None:
@@ -349,8 +239,11 @@ def decide(predicted: str, reference: str) -> bool | None:
         return predicted.strip() == reference.strip()
     if PLAIN_INTEGER.fullmatch(predicted) and PLAIN_INTEGER.fullmatch(reference):
         return int(predicted) == int(reference)  # (perf) what the reading below gives two bare integers, ~100x sooner
-    if sorted(RELATION.findall(_decorated(predicted))) != sorted(RELATION.findall(_decorated(reference))):
+    if sorted(RELATION.findall(decorated(predicted))) != sorted(RELATION.findall(decorated(reference))):
         return False  # "\neq 7", "x > 7", "not 7", "7?" against 7
+    based = _numerals(normalise(predicted), normalise(reference))
+    if based is not None:
+        return based
     (unit_p, percent_p), (unit_r, percent_r) = units(predicted), units(reference)
     if unit_p is not None and unit_r is not None and unit_p != unit_r and "%" not in (unit_p, unit_r):
         return False  # 7 hours is not 7 minutes
@@ -361,6 +254,19 @@ def decide(predicted: str, reference: str) -> bool | None:
         again = _same(hundredth(p), r) if percent_p else _same(p, hundredth(r))
         same = True if again is True else same
     return same
+
+
+def _numerals(predicted: str, reference: str) -> bool | None:
+    """Numerals in a stated base (MATH's `1011_2`, `A3F_{16}`): the same digits, and the same base where both
+    state one (the question names the base, so `1011` answers `1011_2`); None where neither states a base.
+    Never a value: `11` is not `1011_2` (the question asked for base 2), and `1011_3` is not `1011_2`."""
+    p, r = BASED.fullmatch(predicted), BASED.fullmatch(reference)
+    if not ((p and p.group(2)) or (r and r.group(2))):
+        return None
+    if p is None or r is None:
+        return False
+    bases = {b for b in (p.group(2), r.group(2)) if b}
+    return p.group(1).upper() == r.group(1).upper() and len({int(b) for b in bases}) == 1
 
 
 def _same(p, r) -> bool | None:

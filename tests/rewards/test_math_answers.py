@@ -122,6 +122,16 @@ def test_answers_are_read_as_values(answer, value):
         ("\\begin{pmatrix}1\\\\2\\\\3\\end{pmatrix}", "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", False),
         ("\\begin{pmatrix}1 \\text{ or } 3\\\\2\\end{pmatrix}", "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", False),
         ("(1, 2)", "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", False),  # a tuple is not a column vector
+        # numerals in a stated base (MATH's number theory): digits and base, never a value; the question names the base
+        ("1011_{2}", "1011_2", True),
+        ("1011", "1011_2", True),
+        ("a3f_{16}", "A3F_{16}", True),
+        ("1011_3", "1011_2", False),  # math_verify took the subscript for a name and matched these
+        ("11", "1011_2", False),  # its value, in base 10, where base 2 was asked
+        ("1011_2", "11", False),
+        # one-token arguments: \frac12x is \frac{1}{2}x as text too (the exact verifier compares text)
+        ("-\\frac12x+3", "-\\frac{1}{2}x + 3", True),
+        ("\\sqrt2 x", "\\sqrt{2}x", True),
     ],
 )
 def test_decide(predicted, reference, same):
