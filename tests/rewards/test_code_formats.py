@@ -7,9 +7,10 @@ import math
 
 import pytest
 
+from rlx.rewards.code.cases import RowError
 from rlx.rewards.code.compare import Comparison, normalise_output, outputs_match
 from rlx.rewards.code.extract import choose
-from rlx.rewards.code.formats import RowError, candidate_code, detect, instrument, parse
+from rlx.rewards.code.formats import candidate_code, detect, instrument, parse
 from rlx.rewards.sandbox.values import Encoder, Unencodable, decode
 from rlx.score_batch import pass_at_k
 

@@ -31,10 +31,10 @@ import random
 import types
 
 from rlx.rewards.base import Status
+from rlx.rewards.code.cases import Tests
 from rlx.rewards.code.client import Client
 from rlx.rewards.code.compare import Comparison
 from rlx.rewards.code.deadline import Clock, with_ticks
-from rlx.rewards.code.formats import Tests
 from rlx.rewards.code.remote import CandidateAbort, CandidateRaised, Remote, SessionEnded, kind_of, label
 from rlx.rewards.sandbox.session import Ended, Session
 
@@ -92,6 +92,10 @@ class Sites:
             self._done(site)
             return
         self.check_eq(site, got, expected)
+
+    def check_listed(self, site: int, got, expected) -> None:
+        """LiveCodeBench's call-based comparison: a tuple result counts as a list, then Python's ==."""
+        self.check_eq(site, list(got) if type(got) is tuple else got, expected)
 
     def abort(self, error: BaseException) -> None:
         """A step raised outside a comparison: the current site (if any) fails with the cause."""
@@ -201,6 +205,7 @@ def run_program(session: Session, tests: Tests, comparison: Comparison, timeout_
         "__rlx_assert__": sites.check,
         "__rlx_assert_eq__": sites.check_eq,
         "__rlx_assert_apps__": sites.check_apps,
+        "__rlx_assert_listed__": sites.check_listed,
         "__rlx_unittest__": run_case,
         "__rlx_tick__": Clock(session.wall_deadline, client),  # the test's own loops stop at the time limit
     }

@@ -12,16 +12,19 @@ Semantics (`Comparison`):
   `math.isclose(got, expected, rel_tol, abs_tol)`, inside lists, tuples and dict values as well.
 stdin/stdout outputs (`normalise_output`): `strip` (default: trailing whitespace of each line and trailing blank
 lines ignored, the usual judge rule), `tokens` (any run of whitespace is one separator; floats within the
-tolerances when both tokens parse as numbers), `exact` (byte for byte).
+tolerances when both tokens parse as numbers), `lines` (LiveCodeBench's rule: the output stripped, each line
+stripped, as many lines, each equal as text or as a row of decimals: "1.0" is "1", "1e3" is "1000"), `exact`
+(byte for byte).
 """
 
 from __future__ import annotations
 
+import decimal
 import math
 from dataclasses import dataclass
 
 MODES = ("python", "exact")
-OUTPUT_MODES = ("strip", "tokens", "exact")
+OUTPUT_MODES = ("strip", "tokens", "lines", "exact")
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,8 @@ def normalise_output(text: str, mode: str) -> str:
 
 def outputs_match(got: str, expected: str, mode: str, comparison: Comparison) -> bool:
     """stdin/stdout: the program's output against the expected one, after `mode`'s normalisation."""
+    if mode == "lines":
+        return _lines_match(got, expected)
     if normalise_output(got, mode) == normalise_output(expected, mode):
         return True
     if mode != "tokens" or not (comparison.rel_tol or comparison.abs_tol):
@@ -91,3 +96,17 @@ def _close(a: str, b: str, comparison: Comparison) -> bool:
     except ValueError:
         return False
     return math.isclose(x, y, rel_tol=comparison.rel_tol, abs_tol=comparison.abs_tol)
+
+
+def _lines_match(got: str, expected: str) -> bool:
+    mine = [line.strip() for line in got.strip().split("\n")]
+    theirs = [line.strip() for line in expected.strip().split("\n")]
+    return len(mine) == len(theirs) and all(a == b or _same_decimals(a, b) for a, b in zip(mine, theirs, strict=True))
+
+
+def _same_decimals(a: str, b: str) -> bool:
+    """Two lines as rows of decimals, equal token by token (a NaN equals nothing, a signalling one included)."""
+    try:
+        return [decimal.Decimal(token) for token in a.split()] == [decimal.Decimal(token) for token in b.split()]
+    except decimal.InvalidOperation:
+        return False

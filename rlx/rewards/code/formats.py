@@ -11,6 +11,8 @@ Formats (a row's `test_format` field, else the reward's `format`, else recognise
   with no `entry_point`), or APPS's `input_output` ({"inputs": [...], "outputs": [...]}, JSON text or object;
   an input or output given as a list of lines is joined, as APPS's harness does). With a `fn_name` it is
   APPS's call-based format instead: each input is a list of arguments (`_call_based`).
+  LiveCodeBench's `public_test_cases` / `private_test_cases` and CodeContests' `public_tests` / `private_tests` /
+  `generated_tests` as published (rlx.rewards.code.published; LiveCodeBench's `functional` cases are calls).
 
 The test program runs as HumanEval's harness runs it (prompt + completion + test, one program): the prompt's
 helpers (rlx.rewards.code.program.prompt_helpers) are defined for it, every other name it reads and does not
@@ -25,38 +27,20 @@ from __future__ import annotations
 
 import ast
 import json
-from dataclasses import dataclass, field
 
+from rlx.rewards.code.cases import RowError, Tests
 from rlx.rewards.code.program import STDLIB, Instrument, free_names, harness_calls, prompt_helpers, test_cases
+from rlx.rewards.code.published import code_contests, livecodebench
 
 FORMATS = ("asserts", "check", "stdio")
+CONTESTS = {"public_tests", "private_tests", "generated_tests"}  # CodeContests' fields
 CODE_FROM = ("completion", "prompt_completion", "fenced")
-
-
-class RowError(ValueError):
-    """A row whose tests cannot be parsed: a dataset error, reported with the file and line at start."""
-
-
-@dataclass
-class Tests:
-    """A row's tests, ready for the sandbox. program: setup run in the checker, then `steps` one at a time."""
-
-    format: str
-    labels: list[str]  # one per test: the assert's source, or "case i"
-    setup: str = ""
-    steps: list[str] = field(default_factory=list)
-    proxies: list[str] = field(default_factory=list)  # names the test reads that are the candidate's globals
-    classes: list[str] = field(default_factory=list)  # classes the setup defines: their objects cross as values
-    preamble: str = ""  # the prompt's helpers, run before the candidate's code (completion / fenced)
-    code_from: str = "completion"
-    inputs: list[str] = field(default_factory=list)  # stdio
-    outputs: list[str] = field(default_factory=list)  # stdio: kept outside the sandbox
 
 
 def detect(row: dict) -> str:
     if isinstance(row.get("test"), str) and ("entry_point" in row or "TestCase" in row["test"]):
         return "check"
-    if "input_output" in row:
+    if "input_output" in row or "public_test_cases" in row or CONTESTS & set(row):
         return "stdio"
     tests = row.get("tests", row.get("test_list"))
     if isinstance(tests, list) and tests and isinstance(tests[0], dict):
@@ -225,6 +209,10 @@ def _check(row: dict, code_from: str) -> Tests:
 
 
 def _stdio(row: dict) -> Tests:
+    if "public_test_cases" in row:
+        return livecodebench(row)
+    if CONTESTS & set(row) and "tests" not in row and "input_output" not in row:
+        return code_contests(row)
     if "input_output" in row:
         pairs = row["input_output"]
         if isinstance(pairs, str):

@@ -21,9 +21,10 @@ import importlib.util
 import logging
 
 from rlx.rewards.base import Reward, Status, Verdict
+from rlx.rewards.code.cases import RowError, Tests
 from rlx.rewards.code.checker import run_program, run_stdio
 from rlx.rewards.code.compare import OUTPUT_MODES, Comparison, outputs_match
-from rlx.rewards.code.formats import CODE_FROM, FORMATS, RowError, Tests, candidate_code, parse
+from rlx.rewards.code.formats import CODE_FROM, FORMATS, candidate_code, parse
 from rlx.rewards.sandbox.session import Failure, Limits, Sandbox, Session
 
 HARNESS = "rlx.rewards.unit_tests_harness"  # the sandbox's own: load, call, stdio (SANDBOX_API.md)
@@ -202,19 +203,19 @@ class CodeTestsReward(Reward):
             if record is None:
                 outcomes.append({**outcome, "ok": False, "error": "NoRecord"})
             elif tests.format == "stdio":
-                outcomes.append({**outcome, **self._case(record, tests.outputs[index])})
+                outcomes.append({**outcome, **self._case(record, tests.outputs[index], tests.output or self.output)})
             elif record.get("counts") is not False or record.get("ok") is not True:  # else: not a test
                 kept = {k: str(record[k])[:300] for k in ("got", "expected", "error", "detail") if k in record}
                 outcomes.append({**outcome, "ok": record.get("ok") is True, **kept})
         return outcomes if stopped is None else [*outcomes, stopped]
 
-    def _case(self, record: dict, expected: str) -> dict:
+    def _case(self, record: dict, expected: str, output: str) -> dict:
         if "error" in record:
             return {"ok": False, "error": str(record["error"])[:80], "detail": str(record.get("detail", ""))[:300]}
         if record.get("exit") != 0:
             return {"ok": False, "error": "NonZeroExit", "detail": f"exit status {record.get('exit')}"}
         got = str(record.get("stdout", ""))
-        if outputs_match(got, expected, self.output, self.comparison):
+        if outputs_match(got, expected, output, self.comparison):
             return {"ok": True}
         return {"ok": False, "got": got[:200], "expected": expected[:200]}
 
