@@ -136,6 +136,8 @@ class Boom:
         ),
         ({**LCB_FUNCTIONAL, "private_test_cases": "not json, not packed"}, "neither JSON nor"),
         ({**LCB_FUNCTIONAL, "metadata": "{}"}, "func_name"),
+        ({**LCB_FUNCTIONAL, "public_test_cases": "123"}, "must list"),
+        ({**LCB_FUNCTIONAL, "public_test_cases": "[]", "private_test_cases": "[]"}, "hold no case"),
         (
             {**LCB_FUNCTIONAL, "public_test_cases": json.dumps([case("[1]\n1", "[1]", "stdin")])},
             "all be `stdin` or all",

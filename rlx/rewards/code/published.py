@@ -38,6 +38,13 @@ class _DataOnly(pickle.Unpickler):
 
 def _cases(field: str, value) -> list:
     """One LiveCodeBench field's cases: JSON text, or JSON text pickled, zlib-compressed and base64-encoded."""
+    cases = _unpacked(field, value)
+    if not (isinstance(cases, list) and all(isinstance(c, dict) for c in cases)):
+        raise RowError(f"`{field}` must list {{input, output, testtype}} cases")
+    return cases
+
+
+def _unpacked(field: str, value):
     if isinstance(value, list):
         return value
     if not isinstance(value, str):
@@ -60,8 +67,8 @@ def _cases(field: str, value) -> list:
 def livecodebench(row: dict) -> Tests:
     cases = _cases("public_test_cases", row["public_test_cases"])
     cases += _cases("private_test_cases", row.get("private_test_cases") or "[]")
-    if not (isinstance(cases, list) and cases and all(isinstance(c, dict) for c in cases)):
-        raise RowError("`public_test_cases` and `private_test_cases` must list {input, output, testtype} cases")
+    if not cases:
+        raise RowError("`public_test_cases` and `private_test_cases` hold no case")
     kinds = {c.get("testtype") for c in cases}
     if kinds == {"stdin"}:
         return _stdio_cases([c.get("input") for c in cases], [c.get("output") for c in cases], "lines")
