@@ -33,7 +33,9 @@ from rlx.rewards.math_text import MINUS, braced, normalise
 
 # a number, not an exponent ("49 cm^2" ends in 49, not 2) nor part of a name ("x2")
 NUMBER = re.compile(r"(?<![\^\w.{])(?:-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])(?!,\d)|-?\d+(?:\.\d+)?|-?\.\d+)")
-MATH_SPAN = re.compile(r"\$([^$]+)\$|\\\((.+?)\\\)")
+# inline math as Pandoc reads it: the opening $ has no space after it and the closing one no space before it nor
+# a digit after it, so prices ("$2 = $18", "costs $5 and $7") are not math
+MATH_SPAN = re.compile(r"\$(?!\s)([^$]*[^\s$])\$(?!\d)|\\\((.+?)\\\)")
 MARKER = re.compile(r"####|\banswer\s*:|\banswer\s+is\b\s*:?", re.IGNORECASE)
 ANSWER_LINE = re.compile(r"\banswer\s*:", re.IGNORECASE)
 WORD = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{2,}")

@@ -13,8 +13,11 @@ UNIT_WORDS = (
     "litre|ml|seconds|second|secs|sec|minutes|minute|mins|min|hours|hour|hrs|hr|days|day|weeks|week|months|month|"
     "years|year|degrees|degree|dollars|dollar|cents|cent|percent"
 )
+RATE = rf"\s*(?:/|\bper\b|\ban?\b)\s*(?:{UNIT_WORDS})"  # "per day", "an hour", "/ week": a rate's second unit
 UNIT_TAIL = re.compile(
-    rf"(?<=[\d}}).)])\s*((?:(?:square|sq\.?|cubic)\s+)?(?:{UNIT_WORDS})(?:\^\{{?[23]\}}?|[²³])?)\.?\s*$", re.IGNORECASE
+    rf"(?<=[\d}}).)])\s*((?:(?:(?:square|sq\.?|cubic)\s+)?(?:{UNIT_WORDS})(?:\^\{{?[23]\}}?|[²³])?(?:{RATE})?"
+    rf"|(?:{RATE}))(?:\s+each)?)\.?\s*$",
+    re.IGNORECASE,
 )
 SHORT_UNIT = re.compile(r"(?<=\d)\s+((?:m|g|s|h|l|L)(?:\^\{?[23]\}?|[²³])?)\s*$")  # "5 m", never "5m" (5 times m)
 TEXT_UNIT = re.compile(r"(?<=[\d}])\s*\\(?:text|mbox|mathrm)\{(\s*[A-Za-z][A-Za-z. /]*)\}((?:\^\{?[23]\}?)?)\s*$")
@@ -33,7 +36,8 @@ NOT_UNITS = frozenset(  # words after a number that change what it says: never d
 def is_unit(words: str) -> bool:
     """Whether the words after a number can be its unit: a known unit, or one word that is not in NOT_UNITS."""
     words = words.strip().lower()
-    return bool(UNIT_TAIL.fullmatch("0" + " " + words)) or (" " not in words and words not in NOT_UNITS)
+    known = UNIT_TAIL.search("0 " + words)  # after a digit, as its look-behind wants (a fullmatch never had one)
+    return (known is not None and known.start() == 1) or (" " not in words and words not in NOT_UNITS)
 
 
 UNIT_NAMES = {  # spellings of one unit -> its name; "unit(s)" names no unit ("12 square units" is 12)
@@ -46,8 +50,13 @@ UNIT_NAMES = {  # spellings of one unit -> its name; "unit(s)" names no unit ("1
 
 
 def unit_name(unit: str) -> str | None:
-    """A unit's one name ("cm^2" for "square centimeters"), None for a generic "units"."""
-    word = unit.lower().strip().rstrip(".")
+    """A unit's one name ("cm^2" for "square centimeters", "$/d" for "dollars per day"), None for a generic
+    "units"."""
+    word = re.sub(r"\s+each$", "", unit.lower().strip().rstrip("."))
+    rate = re.fullmatch(r"(.*?)\s*(?:/|\bper\b|\ban?\b)\s*([a-z/]+)", word)
+    if rate is not None:  # a rate: its two units' names ("per day" alone: "1/d")
+        first = unit_name(rate.group(1)) if rate.group(1) else "1"
+        return f"{first or '1'}/{unit_name(rate.group(2))}"
     power = "^2" if re.search(r"\^\{?2|²|^squ|^sq\b", word) else "^3" if re.search(r"\^\{?3|³|^cubic", word) else ""
     word = re.sub(r"\^\{?[23]\}?|[²³]|^(?:square|sq\.?|cubic)\s+", "", word).strip()
     if word in ("unit", "units", ""):

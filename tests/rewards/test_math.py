@@ -25,6 +25,10 @@ def test_strict_requires_the_whole_completion():
         ("Answer: 7\nthanks", "7"),
         ("it is 3 then 42.", "42"),
         ("nothing", None),
+        # prices are not inline math (Pandoc's rule: no space inside either $, no digit after the closing one)
+        ("9 x $2 = $18.\nTherefore, Janet makes $18 every day.", "18"),
+        ("It costs $5 and $7 more, so $x = 12$ and we are done.", "x = 12"),
+        ("so $\\frac{1}{2}$ of them", "\\frac{1}{2}"),
     ],
 )
 def test_extract_answer(text, answer):

@@ -132,6 +132,15 @@ def test_answers_are_read_as_values(answer, value):
         # one-token arguments: \frac12x is \frac{1}{2}x as text too (the exact verifier compares text)
         ("-\\frac12x+3", "-\\frac{1}{2}x + 3", True),
         ("\\sqrt2 x", "\\sqrt{2}x", True),
+        # a rate is a unit: its two units' names, so 18 dollars per day is 18, but not 18 dollars a week
+        ("18 dollars per day", "18", True),
+        ("7 miles an hour", "7", True),
+        ("18 per day", "18", True),
+        ("5 dollars each", "5", True),
+        ("18 dollars a day", "18 \\text{ dollars per day}", True),
+        ("18 dollars per day", "18 dollars per week", False),
+        ("7 square feet", "7 square meters", False),  # two-word units are compared by name too
+        ("7 or more", "7", False),
     ],
 )
 def test_decide(predicted, reference, same):
