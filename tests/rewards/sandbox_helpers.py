@@ -4,6 +4,7 @@ namespaces, SysV IPC objects) and the unit-test reward built from its config."""
 from __future__ import annotations
 
 import os
+import zlib
 
 from omegaconf import OmegaConf
 
@@ -12,8 +13,10 @@ from tests.conftest import CONF
 
 # Root runs give each jail a uid of its own and then check that nothing of those uids is left. Another run of the
 # same suites on the machine (another checkout's, at the same time) would use the same uids and be seen as left
-# behind: each run shifts its uids by an even offset of its own (< 200, so the suites' ranges stay apart).
-RUN_UID_OFFSET = 2 * (os.getpid() % 100)
+# behind: each run shifts its uids by an even offset of its own (< 200). One offset for the whole run, every
+# xdist worker alike (their shared test-run id, else this process's pid): per worker, two suites on two workers
+# could land on one uid (61300 + 100 on one, 61400 + 0 on the other) and one see the other's jails as its own.
+RUN_UID_OFFSET = 2 * (zlib.crc32(os.environ.get("PYTEST_XDIST_TESTRUNUID", str(os.getpid())).encode()) % 100)
 
 
 def processes_of(uids: list[int]) -> list[int]:

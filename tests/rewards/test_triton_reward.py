@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from sandbox_helpers import processes_of
+from sandbox_helpers import RUN_UID_OFFSET, processes_of
 
 from rlx.data.kernels.generator import IMPORTS, generate
 from rlx.data.kernels.ops import BINARY, ROWS, UNARY
@@ -32,6 +32,7 @@ PROBLEMS = {
 }  # every operation rlx knows, not only data=kernels' default
 # every 37th of the 1170: 32 problems, covering the four families, the five shapes and the three dtypes
 SAMPLE = list(PROBLEMS)[::37]
+BASE_UID = 61900 + RUN_UID_OFFSET  # as root: uids no other suite uses (sandbox_helpers)
 RELU = PROBLEMS["relu 16x100 f32"].solution
 # a kernel that loads and stores (so the static checks pass) but computes nothing of the task: o[0] = xp[0]
 NOOP_KERNEL = "@triton.jit\ndef k(xp,o,n,B:tl.constexpr):\n tl.store(o,tl.load(xp))\n"
@@ -163,7 +164,7 @@ def outcome():
         speedup_weight=0.5,
         plan_weight=0.5,
         time_repeats=10,
-        base_uid=61400,
+        base_uid=BASE_UID,
         limits=dict(wall_s=6, cpu_s=5, memory_mb=4096, fsize_mb=16, disk_mb=64, output_kb=8192),
     )
     try:
@@ -178,10 +179,10 @@ def outcome():
         verdicts = dict(zip(cases, reward([text for _, text in cases.values()], rows), strict=True))
     finally:
         reward.close()
-    # the candidates' two jails and the references' (uids 61400-61402) live until close(); after it nothing of
+    # the candidates' two jails and the references' (uids BASE_UID + 0..2) live until close(); after it nothing of
     # theirs may be left (a jail's last processes die with its namespace: allow the kernel a moment)
     deadline = time.monotonic() + 10.0
-    while (left := processes_of([61400, 61401, 61402])) and time.monotonic() < deadline:
+    while (left := processes_of([BASE_UID, BASE_UID + 1, BASE_UID + 2])) and time.monotonic() < deadline:
         time.sleep(0.1)
     return verdicts, left
 
