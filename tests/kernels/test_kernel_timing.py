@@ -243,3 +243,19 @@ def test_a_kept_output_copied_by_a_kernel_while_timed_earns_nothing(tmp_path):
     honest = run_harness(tmp_path, SOLUTION)["replies"][3]
     verdict = decide(CHECKS, {**candidate, "timing": honest}, reference, speedup_cap=2.0, speedup_weight=0.5)
     assert verdict.status == Status.PASS and verdict.reward == pytest.approx(1.0 + 0.5 * 2.0), verdict.details
+
+
+# An honest forward that writes every output into one buffer it keeps (allocated once, as CUDA-graph style code
+# does): each checked output is copied as its forward returns, before a later forward overwrites the buffer.
+KEPT_BUFFER = SOLUTION.replace("class ModelNew(nn.Module):\n", "class ModelNew(nn.Module):\n buffer=None\n").replace(
+    "  y=torch.empty_like(x)\n",
+    "  if ModelNew.buffer is None:\n   ModelNew.buffer=torch.empty_like(x)\n  y=ModelNew.buffer\n",
+)
+
+
+def test_a_reused_output_buffer_is_checked_as_each_forward_left_it(tmp_path):
+    assert "ModelNew.buffer=torch.empty_like(x)" in KEPT_BUFFER  # the replacements took
+    timing = run_harness(tmp_path, KEPT_BUFFER)["replies"][3]
+    assert "ms" in timing and len(timing["outputs"]) == 3, timing
+    for output in timing["outputs"]:
+        assert torch.equal(to_torch(output), torch.relu(relu_input(2)))

@@ -46,6 +46,7 @@ from rlx.rewards.triton.tensors import (
     NotATensor,
     encode_output,
     encode_tensor,
+    plain_output,
     storage_ptr,
     storage_span,
     to_device,
@@ -286,7 +287,7 @@ def _timing(message: dict, state: dict, session: Session) -> Timing:
     A candidate's timed forwards take the first trial's inputs, but CHECKED of them, drawn as they come, take
     the reference's timing draw (`check`: values no trial had); their outputs return for the checker to compare."""
     model, device = state["model"], state["device"]
-    checked: list = []  # (output, its inputs' spans) of each checked forward
+    checked: list = []  # a copy of each checked forward's output
     draws: list = []  # a copy of the timing draw for each check
     left = [0, 0]  # checks left to draw, timed forwards left
     if state["mode"] == "candidate":
@@ -332,14 +333,17 @@ def _timing(message: dict, state: dict, session: Session) -> Timing:
         # earlier forward and returned untouched (calls counted, then the first output again) is no timed work
         if not isinstance(output, torch.Tensor) or storage_ptr(output) not in mine.storages:
             raise RuntimeError("a timed forward returned an output that no kernel it launched was given")
-        if check:
-            checked.append((output, [storage_span(x) for x in inputs if isinstance(x, torch.Tensor)]))
+        if not _modes_clean():  # the harness's own torch calls below would run the program's mode
+            raise RuntimeError("torch mode left active by a timed forward")
+        if check:  # a copy now: a program may write every output into one buffer it keeps (an honest reuse)
+            plain_output(output, [storage_span(x) for x in inputs if isinstance(x, torch.Tensor)])
+            checked.append(_clone(output))
         return output
 
     try:
         ms = _time_cuda(call, message["repeats"])
         refused = () if account is None else tuple(account.refused + launches.refused)
-        outputs = tuple(encode_output(output, spans) for output, spans in checked)
+        outputs = tuple(encode_tensor(output) for output in checked)
         return Timing(ms=ms, refused=refused, outputs=outputs)
     except BaseException as err:  # noqa: BLE001  a forward that breaks only while timed earns no speedup
         refused = () if account is None else tuple(account.refused + launches.refused)

@@ -65,6 +65,12 @@ def storage_ptr(tensor: torch.Tensor) -> int:
 def encode_output(output: object, input_spans: list[tuple[int, int]]) -> dict:
     """The candidate's result, encoded, or NotATensor: it must be exactly a strided torch.Tensor whose memory
     overlaps no input's (a view of an input would pass for a copy)."""
+    plain_output(output, input_spans)
+    return encode_tensor(output)  # type: ignore[arg-type]
+
+
+def plain_output(output: object, input_spans: list[tuple[int, int]]) -> None:
+    """NotATensor unless `output` is exactly a strided torch.Tensor whose memory overlaps no input's."""
     if type(output) is not _TENSOR:
         raise NotATensor(f"forward returned {type(output).__name__}, not exactly a torch.Tensor")
     if _layout(output) is not _STRIDED:
@@ -72,7 +78,6 @@ def encode_output(output: object, input_spans: list[tuple[int, int]]) -> dict:
     start, end = storage_span(output)
     if end > start and any(start < b_end and b_start < end for b_start, b_end in input_spans):
         raise NotATensor("forward returned memory of one of its inputs")
-    return encode_tensor(output)
 
 
 def to_torch(encoded: dict) -> torch.Tensor:
