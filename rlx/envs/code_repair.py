@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 
+from rlx import syntax
 from rlx.envs.feedback import FeedbackEnv, clip, one_line
 from rlx.errors import ConfigError
 from rlx.rewards.base import Reward, Verdict
@@ -40,7 +41,7 @@ def called(label: str, names: set[str], shown_as: str) -> str | None:
     arguments, as the model would write it (`candidate` renamed to `shown_as`); None where there is none or
     the source does not parse. Only the call is kept, never the comparison around it (the expected value)."""
     try:
-        tree = ast.parse(label.strip())
+        tree = syntax.parse(label.strip())
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     for node in ast.walk(tree):  # breadth first: the outermost call comes first

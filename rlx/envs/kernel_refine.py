@@ -18,8 +18,7 @@ On a GPU, with `refine_correct: true`, a correct kernel's speedup comes back and
 
 from __future__ import annotations
 
-import ast
-
+from rlx import syntax
 from rlx.envs.feedback import FeedbackEnv, one_line
 from rlx.errors import ConfigError
 from rlx.rewards.base import Reward, Status, Verdict
@@ -35,7 +34,7 @@ def syntax_error(completion: str) -> str:
     static check parses it in this process too)."""
     code = extract_code(completion)
     try:
-        compile(code, "<kernel>", "exec", flags=ast.PyCF_ONLY_AST)
+        syntax.parse(code)
     except SyntaxError as err:
         where = f" (line {err.lineno})" if err.lineno else ""
         return f"SyntaxError: {one_line(err.msg, LINE)}{where}"

@@ -29,6 +29,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from rlx import syntax
 from rlx.envs.feedback import EpisodeState, check_common, clip, printable, render
 from rlx.envs.protocol import Observation, Turn
 from rlx.errors import ConfigError
@@ -137,7 +138,7 @@ def calculate(expression: str) -> str:
     if len(text) > MAX_EXPRESSION:
         return f"Error: the expression is longer than {MAX_EXPRESSION} characters"
     try:
-        value = _evaluate(ast.parse(text, mode="eval"))
+        value = _evaluate(syntax.parse_expression(text))
     except SyntaxError as err:
         return f"Error: the expression does not parse ({err.msg})"
     except (CalcError, ArithmeticError, ValueError, TypeError) as err:  # ZeroDivision, Overflow: arithmetic's own

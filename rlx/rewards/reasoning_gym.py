@@ -24,6 +24,7 @@ import logging
 import re
 import sys
 
+from rlx import syntax
 from rlx.errors import ConfigError
 from rlx.rewards.base import Reward, Status, Verdict
 
@@ -56,7 +57,7 @@ def safe_expression(text: str) -> bool:
     no name starting with `_` or in UNSAFE_NAMES), or text Python cannot parse (sympy's implicit products, "2x")
     holding no such name, no `__` and no attribute access (a `.` before a letter)."""
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        tree = syntax.parse_expression(text.strip())
     except (SyntaxError, ValueError):
         names = IDENTIFIER.findall(text)
         return "__" not in text and not re.search(r"\.\s*[A-Za-z_]", text) and not UNSAFE_NAMES.intersection(names)

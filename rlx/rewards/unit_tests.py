@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 import re
 
+from rlx import syntax
+
 FENCE = re.compile(r"```(?:python|py)?\n(.*?)```", re.DOTALL)
 
 
@@ -24,7 +26,7 @@ def parse_tests(row: dict) -> list[tuple[str, object]]:
     parsed = []
     for number, test in enumerate(row["tests"]):
         if isinstance(test, str):
-            tree = ast.parse(test.strip())
+            tree = syntax.parse(test.strip())
             node = tree.body[0] if len(tree.body) == 1 else None
             compare = getattr(node, "test", None)
             if not (

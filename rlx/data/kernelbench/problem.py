@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from rlx import syntax
 from rlx.errors import ConfigError
 
 REQUIRED = ("Model", "get_inputs", "get_init_inputs")
@@ -36,7 +37,7 @@ class Problem:
 def problem_error(source: str) -> str | None:
     """Why `source` is not a KernelBench problem file, or None when it is one."""
     try:
-        tree = ast.parse(source)
+        tree = syntax.parse(source)
     except SyntaxError as err:
         return f"it does not parse (line {err.lineno}: {err.msg})"
     except (ValueError, RecursionError, MemoryError) as err:

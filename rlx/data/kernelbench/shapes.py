@@ -14,6 +14,8 @@ import math
 import operator
 from dataclasses import dataclass
 
+from rlx import syntax
+
 FACTORIES = {"rand", "randn", "zeros", "ones", "empty", "rand_like", "randn_like", "zeros_like", "ones_like"}
 SHAPE_KEEPING = {"tril", "triu", "abs", "sigmoid", "tanh", "relu", "exp", "softmax", "log_softmax", "clone", "sign"}
 BINARY = {
@@ -146,7 +148,7 @@ def call(node: ast.Call, env: dict[str, object]) -> object:
 def input_elements(source: str) -> int | None:
     """The number of elements of the tensors get_inputs() returns, or None where the source does not say."""
     try:
-        tree = ast.parse(source)
+        tree = syntax.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     env = module_constants(tree)

@@ -43,6 +43,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from rlx import syntax
 from rlx.data.kernelbench.shapes import input_elements
 
 STRUCTURE = re.compile(r"kernel|stride|pad|dilation|groups|heads|pool|window", re.IGNORECASE)
@@ -166,7 +167,7 @@ def shrink_sizes(source: str, scale: float, min_size: int) -> tuple[str, dict[st
     """
     if not 0 < scale <= 1:
         raise ValueError(f"scale must be in (0, 1] (got {scale})")
-    tree = ast.parse(source)
+    tree = syntax.parse(source)
     literals = top_level_literals(tree)
     floor = floor_for(literals, min_size)
     group_counts = [x.value for x in literals if GROUP_COUNT.search(x.name) and x.value > 1]

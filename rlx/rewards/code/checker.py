@@ -30,6 +30,7 @@ import functools
 import random
 import types
 
+from rlx import syntax
 from rlx.rewards.base import Status
 from rlx.rewards.code.cases import Tests
 from rlx.rewards.code.client import Client
@@ -134,7 +135,8 @@ RANDOM_METHODS = tuple(name for name in random.__all__ if callable(getattr(rando
 def _compiled(source: str, name: str) -> types.CodeType:
     """A test program's step, compiled once per distinct text (code objects are immutable: safe to share), with
     the ticks that hold the program's time limit in its loops and functions (rlx.rewards.code.deadline)."""
-    return compile(with_ticks(source), name, "exec")
+    ticked = with_ticks(source)
+    return compile(ticked, name, "exec") if isinstance(ticked, str) else syntax.compile_tree(ticked, name)
 
 
 def private_builtins() -> dict:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import time
 
+from rlx import syntax
 from rlx.rewards.base import Status
 from rlx.rewards.code.remote import SessionEnded
 
@@ -45,7 +46,7 @@ def with_ticks(source: str) -> ast.Module | str:
     """`source` with a tick first in each loop and function body (module docstring); as it is without any."""
     if not any(word in source for word in LOOPS):
         return source
-    return ast.fix_missing_locations(_Ticks().visit(ast.parse(source)))
+    return ast.fix_missing_locations(_Ticks().visit(syntax.parse(source)))
 
 
 class Clock:

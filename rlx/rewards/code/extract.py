@@ -20,6 +20,8 @@ import ast
 import re
 import textwrap
 
+from rlx import syntax
+
 FENCE = re.compile(
     r"^([ \t]*)(```|~~~)[ \t]*(python3?|py)?[ \t]*\n(.*?)^[ \t]*\2", re.DOTALL | re.MULTILINE | re.IGNORECASE
 )
@@ -56,7 +58,7 @@ def best_block(text: str, names: list[str]) -> str | None:
 def _definitions(block: str) -> str:
     """The imports, functions and classes of an earlier block, as its source ("" when it does not parse)."""
     try:
-        tree = ast.parse(block)
+        tree = syntax.parse(block)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ""
     lines = block.splitlines(keepends=True)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import ast
 import json
 
+from rlx import syntax
 from rlx.rewards.code.cases import RowError, Tests
 from rlx.rewards.code.program import STDLIB, Instrument, free_names, harness_calls, prompt_helpers, test_cases
 from rlx.rewards.code.published import code_contests, livecodebench
@@ -57,7 +58,7 @@ def detect(row: dict) -> str:
 
 def _parse_python(source: str, what: str) -> ast.Module:
     try:
-        return ast.parse(source)
+        return syntax.parse(source)
     except SyntaxError as err:
         raise RowError(f"{what} does not parse: {err.msg} (line {err.lineno})") from None
 
@@ -168,11 +169,11 @@ def _asserts(row: dict, code_from: str) -> Tests:
     labels: list[str] = []
     trees = []
     for line in _assert_lines(row):
-        tree = ast.parse(line)
+        tree = syntax.parse(line)
         trees.append(tree)
         steps.append(_assert_step(tree, line, len(labels)))
         labels.append(line)
-    modules, proxies = free_names([ast.parse(setup), *trees], set())
+    modules, proxies = free_names([syntax.parse(setup), *trees], set())
     entry = _entry_name(row)
     if entry is not None and entry not in proxies:
         proxies.append(entry)
@@ -190,7 +191,7 @@ def _check(row: dict, code_from: str) -> Tests:
     entry = row.get("entry_point")
     if has_check:
         try:
-            entry_tree = ast.parse(entry, mode="eval") if isinstance(entry, str) else None
+            entry_tree = syntax.parse_expression(entry) if isinstance(entry, str) else None
         except SyntaxError:
             entry_tree = None
         if entry_tree is None or not isinstance(entry_tree.body, ast.Name | ast.Attribute | ast.Call):
@@ -203,7 +204,7 @@ def _check(row: dict, code_from: str) -> Tests:
     if not labels:
         raise RowError("`test`'s check(candidate) has no assert: nothing could fail")
     classes += [node.name for node in tree.body if isinstance(node, ast.ClassDef)]
-    modules, proxies = free_names([ast.parse(setup), tree, *trees], set())
+    modules, proxies = free_names([syntax.parse(setup), tree, *trees], set())
     source = _imports(modules, proxies) + setup + program + "\n"
     return Tests("check", labels, source, steps, proxies, classes, preamble, code_from)
 

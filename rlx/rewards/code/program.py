@@ -21,6 +21,8 @@ import ast
 import builtins
 import sys
 
+from rlx import syntax
+
 BUILTINS = frozenset(dir(builtins))
 STDLIB = frozenset(sys.stdlib_module_names)
 ASSERTION_PREFIXES = ("assert", "fail")
@@ -31,7 +33,7 @@ def parse_prompt(prompt: str) -> ast.Module | None:
     """The prompt as a program (one that ends in a bare `def f(x):` gets a body), or None when it is not code."""
     for text in (prompt, prompt.rstrip() + "\n    pass\n"):
         try:
-            return ast.parse(text)
+            return syntax.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
     return None
@@ -147,10 +149,10 @@ class Instrument(ast.NodeTransformer):
         site = self.site
         self.site += 1
         self.labels.append(label)
-        return site, ast.copy_location(ast.parse(f"__rlx_enter__({site})").body[0], node)
+        return site, ast.copy_location(syntax.parse(f"__rlx_enter__({site})").body[0], node)
 
     def _close(self, node: ast.stmt, site: int) -> ast.stmt:
-        return ast.copy_location(ast.parse(f"__rlx_assert__({site}, True)").body[0], node)
+        return ast.copy_location(syntax.parse(f"__rlx_assert__({site}, True)").body[0], node)
 
     def visit_Assert(self, node: ast.Assert):
         site, enter = self._open(node, ast.unparse(node))

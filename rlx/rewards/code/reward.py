@@ -29,6 +29,7 @@ from rlx.rewards.sandbox.session import Failure, Limits, Sandbox, Session
 
 HARNESS = "rlx.rewards.unit_tests_harness"  # the sandbox's own: load, call, stdio (SANDBOX_API.md)
 MODULES = (
+    "rlx.syntax",
     "rlx.rewards.sandbox.value_sizes",
     "rlx.rewards.sandbox.values",
     "rlx.rewards.code.extract",

@@ -22,6 +22,7 @@ import ast
 import re
 from dataclasses import dataclass
 
+from rlx import syntax
 from rlx.rewards.triton.kernels import kernel_defs
 from rlx.rewards.triton.records import Launch
 
@@ -71,7 +72,7 @@ def plan_score(completion: str, code: str, launches: list[Launch] | None, refere
     if plan is None or not isinstance(launches, list) or not all(isinstance(x, Launch) for x in launches):
         return 0.0
     try:
-        tree = ast.parse(code)
+        tree = syntax.parse(code)
         sound = reference is None or read_plan(f"# plan: {reference}") == plan
         return float(sound and consistent(plan, tree, launches))
     except (SyntaxError, ValueError, RecursionError, MemoryError):

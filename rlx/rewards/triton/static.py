@@ -36,6 +36,7 @@ import functools
 from collections.abc import Collection
 from typing import NamedTuple
 
+from rlx import syntax
 from rlx.rewards.triton.kernels import LOADS, WRITES, Key, calling
 from rlx.rewards.triton.program import Program, Refused, caught_import_errors, lookup, main_guard
 from rlx.rewards.triton.scopes import COMPREHENSIONS
@@ -322,7 +323,7 @@ def task_names(source: str) -> tuple[frozenset[str], frozenset[str], frozenset[s
     imports them itself, since they reach modules the program may not import; its classes (`Model`): also
     usable as a base class, as `class ModelNew(Model)` reuses the reference's constructor)."""
     try:
-        tree = ast.parse(source)
+        tree = syntax.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return frozenset(), frozenset(), frozenset()
     readable = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
@@ -349,7 +350,7 @@ def static_checks(
     kernels: frozenset[Key] = frozenset()
     writers: frozenset[Key] = frozenset()
     try:
-        tree = ast.parse(code)
+        tree = syntax.parse(code)
         checks["parses"] = True
         checks["defines_model_new"] = any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in tree.body)
         program = Program(tree)
